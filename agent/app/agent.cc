@@ -1,0 +1,117 @@
+#include "agent/app/agent.h"
+
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+
+#include "agent/framing/utf8.h"
+#include "agent/match/stream_pipeline.h"
+
+namespace faultline {
+
+// Counts every finding; logs it at debug level only, since a failure repeated on every line
+// must not flood the agent's own log.
+class Agent::MetricsSink : public FindingSink {
+ public:
+  explicit MetricsSink(Metrics& metrics) : metrics_(metrics) {}
+  void OnFinding(const Finding& f) override {
+    metrics_.CountFinding(f);
+    spdlog::debug("{} [{}] line {}: {}", f.rule->id, SeverityName(f.severity), f.line_number,
+                  SanitizeForDisplay(f.text));
+  }
+
+ private:
+  Metrics& metrics_;
+};
+
+// One tailed file: its pipeline and the counters of its source.
+class Agent::FileStream : public FileStreamConsumer {
+ public:
+  FileStream(const std::shared_ptr<const RuleSet>& rules, FindingSink* sink,
+             MatchScratch* scratch, size_t max_line_bytes, Metrics& metrics,
+             Metrics::SourceCounters counters)
+      : pipeline_(rules, sink, scratch, max_line_bytes), metrics_(metrics), counters_(counters) {}
+
+  void OnBytes(std::string_view bytes) override {
+    counters_.bytes->Increment(static_cast<double>(bytes.size()));
+    pipeline_.Feed(bytes);
+    pipeline_.Drain();  // a daemon reports within milliseconds, not when a batch fills
+    Account();
+  }
+  void OnQuiet() override {
+    if (pipeline_.has_pending()) pipeline_.SettlePending();
+  }
+  void OnEnd() override {
+    pipeline_.Finish();
+    Account();
+  }
+
+ private:
+  void Account() {
+    const uint64_t lines = pipeline_.lines();
+    const uint64_t truncated = pipeline_.truncated_lines();
+    counters_.lines->Increment(static_cast<double>(lines - counted_lines_));
+    if (truncated != counted_truncated_) metrics_.AddTruncatedLines(truncated - counted_truncated_);
+    counted_lines_ = lines;
+    counted_truncated_ = truncated;
+  }
+
+  StreamPipeline pipeline_;
+  Metrics& metrics_;
+  const Metrics::SourceCounters counters_;
+  uint64_t counted_lines_ = 0;
+  uint64_t counted_truncated_ = 0;
+};
+
+Agent::Agent(Config config, std::shared_ptr<const RuleSet> rules)
+    : config_(std::move(config)),
+      rules_(std::move(rules)),
+      signals_(io_, SIGINT, SIGTERM),
+      metrics_(rules_->rules()),
+      sink_(std::make_unique<MetricsSink>(metrics_)),
+      scratch_(rules_->patterns()),
+      http_(io_) {}
+
+Agent::~Agent() = default;
+
+bool Agent::Start(std::string* error) {
+  http_.Handle("/metrics", [this] {
+    return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics_.Serialize()};
+  });
+  http_.Handle("/healthz", [] { return HttpResponse{200, "text/plain; charset=utf-8", "ok\n"}; });
+  if (!http_.Listen(config_.http_address, config_.http_port, error)) return false;
+  spdlog::info("serving /metrics on http://{}:{}/metrics", config_.http_address, http_.port());
+
+  for (const FileSourceConfig& source : config_.file_sources) {
+    FileTailerOptions options;
+    options.patterns = source.paths;
+    options.start_at_end = source.start_at == StartAt::kEnd;
+    options.poll_interval = std::chrono::milliseconds(source.poll_interval_ms);
+    options.quiet_after = std::chrono::milliseconds(config_.context_idle_flush_ms);
+    const Metrics::SourceCounters counters = metrics_.ForSource(source.id);
+    auto tailer = std::make_unique<FileTailer>(
+        io_, std::move(options), [this, counters](const std::string&) {
+          return std::make_unique<FileStream>(rules_, sink_.get(), &scratch_,
+                                              config_.max_line_bytes, metrics_, counters);
+        });
+    tailer->Start();
+    tailers_.push_back(std::move(tailer));
+  }
+  signals_.async_wait([this](const boost::system::error_code& ec, int signal) {
+    if (ec) return;
+    spdlog::info("received {}, stopping", signal == SIGINT ? "SIGINT" : "SIGTERM");
+    Stop();
+  });
+  return true;
+}
+
+void Agent::Run() { io_.run(); }
+
+void Agent::Stop() {
+  boost::system::error_code ignored;
+  signals_.cancel(ignored);
+  for (auto& tailer : tailers_) tailer->Stop();
+  http_.Stop();
+}
+
+}  // namespace faultline

@@ -1,0 +1,52 @@
+// Agent: the daemon behind `faultline run`. It wires the stages of DESIGN.md together on one
+// Asio event loop: file tailers -> framing and matching (one StreamPipeline per file) -> metrics,
+// and the HTTP listener that serves /metrics and /healthz.
+//
+// Everything runs on the one thread that calls Run(); Stop() may be called from a signal handler
+// installed on the same loop (Run installs one for SIGINT and SIGTERM). Start fails, with the
+// reason, only at load time (the listener cannot bind). Owns everything it creates; the RuleSet
+// is shared.
+#ifndef FAULTLINE_APP_AGENT_H_
+#define FAULTLINE_APP_AGENT_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agent/config/config.h"
+#include "agent/core/asio.h"
+#include "agent/http/http_server.h"
+#include "agent/match/rule_set.h"
+#include "agent/sink/metrics.h"
+#include "agent/source/file_tailer.h"
+
+namespace faultline {
+
+class Agent {
+ public:
+  Agent(Config config, std::shared_ptr<const RuleSet> rules);
+  ~Agent();
+
+  bool Start(std::string* error);
+  // Runs the loop until SIGINT/SIGTERM or Stop().
+  void Run();
+  void Stop();
+
+ private:
+  class MetricsSink;
+  class FileStream;
+
+  const Config config_;
+  const std::shared_ptr<const RuleSet> rules_;
+  asio::io_context io_;
+  asio::signal_set signals_;
+  Metrics metrics_;
+  std::unique_ptr<MetricsSink> sink_;
+  MatchScratch scratch_;
+  HttpServer http_;
+  std::vector<std::unique_ptr<FileTailer>> tailers_;
+};
+
+}  // namespace faultline
+
+#endif  // FAULTLINE_APP_AGENT_H_

@@ -1,0 +1,98 @@
+#include "agent/app/cli.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include "agent/core/version.h"
+#include "agent/match/rule_loader.h"
+
+namespace faultline {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kUsage[] =
+    R"(faultline: recognises known build and ML-training failures in logs, counts them and
+serves the counts to Prometheus.
+
+Usage: faultline <command> [options]
+
+Commands:
+  scan FILE... | -        diagnose finished logs (or stdin) and print what failed and how to fix it
+  run -c CONFIG           watch logs as they are written; serve /metrics and /healthz
+  check -c CONFIG         validate a config and its rules, reporting every error
+  rules list|test|eval    list the rule pack, run its examples, evaluate it on a log corpus
+
+Every command takes --help. faultline --version prints the version.
+)";
+
+fs::path ExecutableDir() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path() : exe.parent_path();
+}
+
+}  // namespace
+
+bool IsHelp(const std::string& arg) { return arg == "-h" || arg == "--help"; }
+
+std::vector<std::string> DefaultRulePaths() {
+  if (const char* env = std::getenv("FAULTLINE_RULES"); env != nullptr && *env != '\0') {
+    return {env};
+  }
+  const fs::path exe_dir = ExecutableDir();
+  std::error_code ec;
+  // build/<preset>/faultline in a source tree, and an installed <prefix>/bin/faultline.
+  for (const fs::path& candidate :
+       {exe_dir / ".." / ".." / "rules", exe_dir / ".." / "share" / "faultline" / "rules",
+        fs::path("rules")}) {
+    if (fs::is_directory(candidate, ec)) return {fs::weakly_canonical(candidate, ec).string()};
+  }
+  return {"rules"};
+}
+
+std::shared_ptr<const RuleSet> LoadRuleSetOrReport(const std::vector<std::string>& paths) {
+  Result<std::vector<Rule>> rules = LoadRules(paths);
+  if (!rules.ok()) {
+    std::cerr << FormatErrors(rules.errors());
+    std::cerr << "faultline: rule load failed with " << rules.errors().size() << " error(s)\n";
+    return nullptr;
+  }
+  Result<std::shared_ptr<const RuleSet>> set = RuleSet::Compile(std::move(rules).value());
+  if (!set.ok()) {
+    std::cerr << FormatErrors(set.errors());
+    return nullptr;
+  }
+  return set.value();
+}
+
+int RunCli(const Args& args) {
+  if (args.empty()) {
+    std::cerr << kUsage;
+    return kExitUsage;
+  }
+  const std::string& command = args[0];
+  const Args rest(args.begin() + 1, args.end());
+  if (IsHelp(command)) {
+    std::cout << kUsage;
+    return kExitOk;
+  }
+  const bool wants_version =
+      std::find(args.begin(), args.end(), std::string("--version")) != args.end();
+  if (command == "--version" || command == "version" || wants_version) {
+    std::cout << "faultline " << kVersion << "\n";
+    return kExitOk;
+  }
+  if (command == "scan") return ScanCommand(rest);
+  if (command == "rules") return RulesCommand(rest);
+  if (command == "check") return CheckCommand(rest);
+  if (command == "run") return RunCommand(rest);
+  std::cerr << "faultline: unknown command '" << command << "'\n\n" << kUsage;
+  return kExitUsage;
+}
+
+}  // namespace faultline

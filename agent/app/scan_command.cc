@@ -1,0 +1,195 @@
+// `faultline scan FILE... | -`: diagnose finished logs with the same engine as the daemon.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "agent/app/cli.h"
+#include "agent/app/scan_file.h"
+#include "agent/app/scan_report.h"
+#include "agent/framing/line_framer.h"
+
+namespace faultline {
+namespace {
+
+constexpr char kScanUsage[] = R"(Usage: faultline scan [options] FILE... | -
+
+Diagnoses finished logs (or standard input, named -) against the rule pack and prints each
+failure found: what it is, how many lines matched, where it first appeared, its root cause and fix.
+
+Options:
+  --rules DIR          rule folder or file to use instead of the bundled pack (repeatable)
+  --format text|json   report for people (default) or one JSON object for machines
+  --max-line-bytes N   cut lines longer than N bytes (default 1048576)
+  -h, --help           this help
+
+Exit status: 0 nothing of severity error or critical found, 1 something was, 2 usage, rule or
+input error.
+)";
+
+// Below this a scan finishes before a progress bar would be worth drawing.
+constexpr uint64_t kProgressMinBytes = 64ull << 20;
+
+struct ScanOptions {
+  std::vector<std::string> rule_paths;
+  bool json = false;
+  size_t max_line_bytes = kDefaultMaxLineBytes;
+  std::vector<std::string> inputs;
+};
+
+// Draws "scanning: 42% (3/7 files)" on stderr, only when stderr is a terminal.
+class Progress {
+ public:
+  Progress(uint64_t total_bytes, size_t files)
+      : enabled_(total_bytes >= kProgressMinBytes && isatty(STDERR_FILENO) == 1),
+        total_(total_bytes),
+        files_(files) {}
+  ~Progress() {
+    if (drawn_) std::cerr << "\r\x1b[K" << std::flush;
+  }
+  void Advance(uint64_t bytes, size_t file_index) {
+    done_ += bytes;
+    if (!enabled_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (drawn_ && now - last_ < std::chrono::milliseconds(200)) return;
+    last_ = now;
+    drawn_ = true;
+    std::cerr << "\rscanning: " << (done_ * 100 / total_) << "% (" << file_index + 1 << "/"
+              << files_ << " files)" << std::flush;
+  }
+
+ private:
+  const bool enabled_;
+  const uint64_t total_;
+  const size_t files_;
+  uint64_t done_ = 0;
+  bool drawn_ = false;
+  std::chrono::steady_clock::time_point last_;
+};
+
+// Returns false (and explains on stderr) when the arguments are not usable.
+bool ParseScanArgs(const Args& args, ScanOptions& options, bool& help) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&](const char* flag) -> const std::string* {
+      if (i + 1 >= args.size()) {
+        std::cerr << "faultline scan: " << flag << " needs a value\n";
+        return nullptr;
+      }
+      return &args[++i];
+    };
+    if (IsHelp(a)) {
+      help = true;
+      return true;
+    } else if (a == "--rules") {
+      const std::string* v = value("--rules");
+      if (v == nullptr) return false;
+      options.rule_paths.push_back(*v);
+    } else if (a == "--format") {
+      const std::string* v = value("--format");
+      if (v == nullptr) return false;
+      if (*v != "text" && *v != "json") {
+        std::cerr << "faultline scan: --format must be text or json, not '" << *v << "'\n";
+        return false;
+      }
+      options.json = *v == "json";
+    } else if (a == "--max-line-bytes") {
+      const std::string* v = value("--max-line-bytes");
+      if (v == nullptr) return false;
+      char* end = nullptr;
+      const unsigned long long n = std::strtoull(v->c_str(), &end, 10);
+      if (end == v->c_str() || *end != '\0' || n == 0) {
+        std::cerr << "faultline scan: --max-line-bytes must be a positive number\n";
+        return false;
+      }
+      options.max_line_bytes = n;
+    } else if (a.size() > 1 && a[0] == '-') {
+      std::cerr << "faultline scan: unknown option '" << a << "'\n";
+      return false;
+    } else {
+      options.inputs.push_back(a);
+    }
+  }
+  if (options.inputs.empty()) {
+    std::cerr << "faultline scan: name at least one FILE, or - for standard input\n";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int ScanCommand(const Args& args) {
+  ScanOptions options;
+  bool help = false;
+  if (!ParseScanArgs(args, options, help)) {
+    std::cerr << "Try 'faultline scan --help'.\n";
+    return kExitUsage;
+  }
+  if (help) {
+    std::cout << kScanUsage;
+    return kExitOk;
+  }
+  const auto rules = LoadRuleSetOrReport(
+      options.rule_paths.empty() ? DefaultRulePaths() : options.rule_paths);
+  if (rules == nullptr) return kExitUsage;
+
+  // Open everything first: a typo in the last file name should not cost a long scan.
+  std::vector<int> fds;
+  uint64_t total_bytes = 0;
+  bool open_failed = false;
+  for (const std::string& input : options.inputs) {
+    const int fd = input == "-" ? STDIN_FILENO : open(input.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      std::cerr << "faultline scan: cannot open " << input << ": " << std::strerror(errno)
+                << "\n";
+      open_failed = true;
+      continue;
+    }
+    struct stat st {};
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) total_bytes += st.st_size;
+    if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+      std::cerr << "faultline scan: " << input << " is a directory\n";
+      open_failed = true;
+    }
+    fds.push_back(fd);
+  }
+  if (open_failed) {
+    for (int fd : fds) {
+      if (fd != STDIN_FILENO) close(fd);
+    }
+    return kExitUsage;
+  }
+
+  ScanReport report;
+  MatchScratch scratch(rules->patterns());
+  bool read_failed = false;
+  {
+    Progress progress(total_bytes, fds.size());
+    for (size_t i = 0; i < fds.size(); ++i) {
+      std::string error;
+      if (!ScanFd(fds[i], options.inputs[i], rules, scratch, options.max_line_bytes, report,
+                  [&](size_t n) { progress.Advance(n, i); }, &error)) {
+        std::cerr << "faultline scan: " << error << "\n";
+        read_failed = true;
+      }
+      if (fds[i] != STDIN_FILENO) close(fds[i]);
+    }
+  }
+  if (options.json) {
+    report.PrintJson(std::cout);
+  } else {
+    report.PrintText(std::cout);
+  }
+  std::cout << std::flush;
+  if (read_failed) return kExitUsage;
+  return report.HasFailure() ? kExitFailuresFound : kExitOk;
+}
+
+}  // namespace faultline

@@ -1,0 +1,33 @@
+// ScanFd: reads one finished stream to its end through a StreamPipeline into a ScanReport.
+// Shared by `scan`, `rules test` and `rules eval`, so all three see exactly what the daemon sees.
+#ifndef FAULTLINE_APP_SCAN_FILE_H_
+#define FAULTLINE_APP_SCAN_FILE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "agent/app/scan_report.h"
+#include "agent/match/rule_set.h"
+
+namespace faultline {
+
+// Reads `fd` (not closed) to EOF as the stream `name`. `on_bytes` is told of every read. Returns
+// false, with `error` set, when a read fails; what was read before is still in the report.
+bool ScanFd(int fd, const std::string& name, const std::shared_ptr<const RuleSet>& rules,
+            MatchScratch& scratch, size_t max_line_bytes, ScanReport& report,
+            const std::function<void(size_t)>& on_bytes, std::string* error);
+
+// Scans in-memory text (rule examples) as one stream.
+void ScanText(std::string_view text, const std::string& name,
+              const std::shared_ptr<const RuleSet>& rules, MatchScratch& scratch,
+              ScanReport& report);
+
+// Opens and scans the file at `path`; false with `error` when it cannot be opened or read.
+bool ScanPath(const std::string& path, const std::shared_ptr<const RuleSet>& rules,
+              MatchScratch& scratch, ScanReport& report, std::string* error);
+
+}  // namespace faultline
+
+#endif  // FAULTLINE_APP_SCAN_FILE_H_

@@ -1,0 +1,41 @@
+// Config: the agent's settings as plain structs, filled and validated by LoadConfig
+// (config_loader.h). Every field has the default documented in config/faultline.yaml; relative
+// paths are already resolved against the config file's folder when LoadConfig returns.
+#ifndef FAULTLINE_CONFIG_CONFIG_H_
+#define FAULTLINE_CONFIG_CONFIG_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace faultline {
+
+enum class StartAt { kBeginning, kEnd };
+
+struct FileSourceConfig {
+  std::string id;                  // names the source in metrics (`source` label) and logs
+  std::vector<std::string> paths;  // file paths or globs (`*`, `?`, `[...]`, `**`), absolute
+  StartAt start_at = StartAt::kEnd;  // for files present at start; new files are read whole
+  int poll_interval_ms = 1000;       // fallback wake-up when inotify says nothing
+};
+
+struct Config {
+  std::string file;  // the config file this was loaded from
+
+  std::vector<std::string> rule_paths;  // folders of rule YAML, absolute
+  int context_idle_flush_ms = 2000;     // a stream quiet this long settles pending context
+
+  std::size_t max_line_bytes = 1 << 20;
+
+  std::string http_address = "127.0.0.1";
+  uint16_t http_port = 9464;
+
+  std::string log_level = "info";  // trace | debug | info | warn | error
+
+  std::vector<FileSourceConfig> file_sources;
+};
+
+}  // namespace faultline
+
+#endif  // FAULTLINE_CONFIG_CONFIG_H_

@@ -1,0 +1,489 @@
+#include "agent/config/config_loader.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <initializer_list>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+namespace faultline {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Below 1 KiB ordinary compiler lines would be cut; above 64 MiB one runaway line (a minified JSON
+// blob, a binary dumped to stdout) could hold that much memory per stream.
+constexpr int64_t kMinMaxLineBytes = int64_t{1} << 10;
+constexpr int64_t kMaxMaxLineBytes = int64_t{64} << 20;
+// Polling is only the fallback when inotify stays silent (NFS, overlayfs, watch limits): faster
+// than 10 ms burns CPU for nothing, slower than a minute makes a live log look dead.
+constexpr int64_t kMinPollIntervalMs = 10;
+constexpr int64_t kMaxPollIntervalMs = 60000;
+constexpr int64_t kMaxIntMs = INT32_MAX;
+
+// One `key: value` of a YAML map, with the nodes kept for their line numbers.
+struct Field {
+  std::string name;
+  YAML::Node key;
+  YAML::Node value;
+};
+
+int LineOf(const YAML::Node& node) {
+  const YAML::Mark mark = node.Mark();
+  return mark.is_null() ? 0 : mark.line + 1;  // yaml-cpp counts lines from 0
+}
+
+std::string Join(const std::string& path, std::string_view name) {
+  if (path.empty()) return std::string(name);
+  return path + "." + std::string(name);
+}
+
+std::string Index(const std::string& path, std::size_t i) {
+  return path + "[" + std::to_string(i) + "]";
+}
+
+std::string ListNames(std::initializer_list<std::string_view> names) {
+  std::string out;
+  for (std::string_view name : names) {
+    if (!out.empty()) out += ", ";
+    out += name;
+  }
+  return out;
+}
+
+std::string KindName(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Null:
+      return "nothing";
+    case YAML::NodeType::Scalar:
+      return "a single value";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a map";
+    case YAML::NodeType::Undefined:
+      break;
+  }
+  return "nothing";
+}
+
+bool IsValidSourceId(std::string_view id) {
+  if (id.empty()) return false;
+  for (char c : id) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '.' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// Splits `host:port` or `[ipv6]:port`. On failure returns false and says why in `why`.
+bool ParseListen(std::string_view text, std::string* host, uint16_t* port, std::string* why) {
+  std::string_view host_part;
+  std::string_view port_part;
+  if (!text.empty() && text.front() == '[') {
+    const std::size_t close = text.find(']');
+    if (close == std::string_view::npos) {
+      *why = "missing ']' after the IPv6 address";
+      return false;
+    }
+    host_part = text.substr(1, close - 1);
+    std::string_view rest = text.substr(close + 1);
+    if (rest.empty() || rest.front() != ':') {
+      *why = "expected host:port, e.g. [::1]:9464";
+      return false;
+    }
+    port_part = rest.substr(1);
+  } else {
+    const std::size_t colon = text.rfind(':');
+    if (colon == std::string_view::npos) {
+      *why = "expected host:port, e.g. 127.0.0.1:9464";
+      return false;
+    }
+    host_part = text.substr(0, colon);
+    port_part = text.substr(colon + 1);
+    if (host_part.find(':') != std::string_view::npos) {
+      *why = "an IPv6 address must be in brackets, e.g. [::1]:9464";
+      return false;
+    }
+  }
+  if (host_part.empty()) {
+    *why = "the host is empty; use 0.0.0.0 or [::] to listen on every interface";
+    return false;
+  }
+  unsigned value = 0;
+  const char* begin = port_part.data();
+  const char* end = begin + port_part.size();
+  auto [ptr, ec] = std::from_chars(begin, end, value);
+  if (port_part.empty() || ec != std::errc() || ptr != end || value < 1 || value > 65535) {
+    *why = "the port must be a number from 1 to 65535, got '" + std::string(port_part) + "'";
+    return false;
+  }
+  *host = std::string(host_part);
+  *port = static_cast<uint16_t>(value);
+  return true;
+}
+
+// Walks one parsed document, filling a Config and collecting every problem on the way. Never
+// stops at the first error: each section is checked independently.
+class ConfigParser {
+ public:
+  ConfigParser(std::string file, fs::path base_dir)
+      : file_(std::move(file)), base_dir_(std::move(base_dir)) {}
+
+  void Parse(const YAML::Node& root, Config* config) {
+    config->rule_paths = {Resolve("rules")};
+    if (!root.IsMap() && !root.IsNull()) {
+      AddError(LineOf(root), "", "the config must be a map of sections, got " + KindName(root));
+      return;
+    }
+    const std::vector<Field> fields =
+        Fields(root, "", {"rules", "framing", "http", "log", "sources"});
+    for (const Field& f : fields) {
+      if (f.name == "rules") ParseRules(f, config);
+      if (f.name == "framing") ParseFraming(f, config);
+      if (f.name == "http") ParseHttp(f, config);
+      if (f.name == "log") ParseLog(f, config);
+      if (f.name == "sources") ParseSources(f, config);
+    }
+  }
+
+  ErrorList TakeErrors() { return std::move(errors_); }
+
+ private:
+  void AddError(int line, std::string key, std::string message) {
+    errors_.push_back(Error{.file = file_,
+                            .line = line,
+                            .rule_id = "",
+                            .key = std::move(key),
+                            .message = std::move(message)});
+  }
+
+  // The entries of a map in file order. Reports keys outside `allowed`, duplicate keys, and
+  // non-map values; a null value (`http:` with nothing under it) is an empty map.
+  std::vector<Field> Fields(const YAML::Node& node, const std::string& path,
+                            std::initializer_list<std::string_view> allowed) {
+    std::vector<Field> fields;
+    if (node.IsNull()) return fields;
+    if (!node.IsMap()) {
+      AddError(LineOf(node), path, "expected a map, got " + KindName(node));
+      return fields;
+    }
+    std::map<std::string, int, std::less<>> first_line;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      // Copies, not references: the iterator's operator-> returns a temporary.
+      const YAML::Node key = it->first;
+      const YAML::Node value = it->second;
+      if (!key.IsScalar()) {
+        AddError(LineOf(key), path, "a key must be a plain name, got " + KindName(key));
+        continue;
+      }
+      const std::string name = key.Scalar();
+      const std::string key_path = Join(path, name);
+      bool known = false;
+      for (std::string_view a : allowed) known = known || a == name;
+      if (!known) {
+        AddError(LineOf(key), key_path, "unknown key; allowed here: " + ListNames(allowed));
+        continue;
+      }
+      auto [seen, inserted] = first_line.emplace(name, LineOf(key));
+      if (!inserted) {
+        AddError(LineOf(key), key_path,
+                 "duplicate key; first set on line " + std::to_string(seen->second));
+        continue;
+      }
+      fields.push_back(Field{name, key, value});
+    }
+    return fields;
+  }
+
+  std::optional<std::string> Scalar(const Field& f, const std::string& path) {
+    if (!f.value.IsScalar()) {
+      AddError(LineOf(f.key), path, "expected a single value, got " + KindName(f.value));
+      return std::nullopt;
+    }
+    return f.value.Scalar();
+  }
+
+  // A decimal integer in [min, max]. yaml-cpp's own conversion would also take hex and octal
+  // spellings and silently wrap values that do not fit; from_chars does neither.
+  std::optional<int64_t> Integer(const Field& f, const std::string& path, int64_t min,
+                                 int64_t max) {
+    std::optional<std::string> text = Scalar(f, path);
+    if (!text) return std::nullopt;
+    int64_t value = 0;
+    const char* end = text->data() + text->size();
+    auto [ptr, ec] = std::from_chars(text->data(), end, value);
+    const std::string range = "from " + std::to_string(min) + " to " + std::to_string(max);
+    if (text->empty() || ec != std::errc() || ptr != end) {
+      AddError(LineOf(f.key), path, "expected a whole number " + range + ", got '" + *text + "'");
+      return std::nullopt;
+    }
+    if (value < min || value > max) {
+      AddError(LineOf(f.key), path,
+               "must be " + range + ", got " + std::to_string(value));
+      return std::nullopt;
+    }
+    return value;
+  }
+
+  std::optional<std::string> Choice(const Field& f, const std::string& path,
+                                    std::initializer_list<std::string_view> allowed) {
+    std::optional<std::string> text = Scalar(f, path);
+    if (!text) return std::nullopt;
+    for (std::string_view a : allowed) {
+      if (*text == a) return text;
+    }
+    AddError(LineOf(f.key), path, "'" + *text + "' is not one of: " + ListNames(allowed));
+    return std::nullopt;
+  }
+
+  // A non-empty list of non-empty strings.
+  std::optional<std::vector<std::string>> StringList(const Field& f, const std::string& path) {
+    if (!f.value.IsSequence()) {
+      AddError(LineOf(f.key), path, "expected a list, got " + KindName(f.value));
+      return std::nullopt;
+    }
+    if (f.value.size() == 0) {
+      AddError(LineOf(f.key), path, "the list must not be empty");
+      return std::nullopt;
+    }
+    std::vector<std::string> out;
+    bool ok = true;
+    for (std::size_t i = 0; i < f.value.size(); ++i) {
+      const YAML::Node item = f.value[i];
+      if (!item.IsScalar() || item.Scalar().empty()) {
+        AddError(LineOf(item), Index(path, i),
+                 "expected a non-empty string, got " +
+                     (item.IsScalar() ? std::string("an empty string") : KindName(item)));
+        ok = false;
+        continue;
+      }
+      out.push_back(item.Scalar());
+    }
+    if (!ok) return std::nullopt;
+    return out;
+  }
+
+  // Relative paths mean "next to the config file", so the agent behaves the same whatever its
+  // working directory. Globs stay text: lexical normalisation leaves `*`, `?` and `**` alone.
+  std::string Resolve(const std::string& path) const {
+    fs::path p(path);
+    if (!p.is_absolute()) p = base_dir_ / p;
+    return p.lexically_normal().string();
+  }
+
+  void ParseRules(const Field& section, Config* config) {
+    const std::string path = "rules";
+    for (const Field& f : Fields(section.value, path, {"paths", "context_idle_flush_ms"})) {
+      const std::string key = Join(path, f.name);
+      if (f.name == "paths") {
+        if (auto list = StringList(f, key)) {
+          config->rule_paths.clear();
+          for (const std::string& p : *list) config->rule_paths.push_back(Resolve(p));
+        }
+      } else if (f.name == "context_idle_flush_ms") {
+        if (auto v = Integer(f, key, 1, kMaxIntMs)) {
+          config->context_idle_flush_ms = static_cast<int>(*v);
+        }
+      }
+    }
+  }
+
+  void ParseFraming(const Field& section, Config* config) {
+    const std::string path = "framing";
+    for (const Field& f : Fields(section.value, path, {"max_line_bytes"})) {
+      if (auto v = Integer(f, Join(path, f.name), kMinMaxLineBytes, kMaxMaxLineBytes)) {
+        config->max_line_bytes = static_cast<std::size_t>(*v);
+      }
+    }
+  }
+
+  void ParseHttp(const Field& section, Config* config) {
+    const std::string path = "http";
+    for (const Field& f : Fields(section.value, path, {"listen"})) {
+      const std::string key = Join(path, f.name);
+      std::optional<std::string> text = Scalar(f, key);
+      if (!text) continue;
+      std::string why;
+      if (!ParseListen(*text, &config->http_address, &config->http_port, &why)) {
+        AddError(LineOf(f.key), key, "'" + *text + "': " + why);
+      }
+    }
+  }
+
+  void ParseLog(const Field& section, Config* config) {
+    const std::string path = "log";
+    for (const Field& f : Fields(section.value, path, {"level"})) {
+      if (auto v = Choice(f, Join(path, f.name), {"trace", "debug", "info", "warn", "error"})) {
+        config->log_level = *v;
+      }
+    }
+  }
+
+  void ParseSources(const Field& section, Config* config) {
+    const std::string path = "sources";
+    if (section.value.IsNull()) return;  // `sources:` with nothing under it: no sources
+    if (!section.value.IsSequence()) {
+      AddError(LineOf(section.key), path, "expected a list, got " + KindName(section.value));
+      return;
+    }
+    std::map<std::string, int, std::less<>> id_lines;
+    for (std::size_t i = 0; i < section.value.size(); ++i) {
+      ParseSource(section.value[i], Index(path, i), &id_lines, config);
+    }
+  }
+
+  void ParseSource(const YAML::Node& node, const std::string& path,
+                   std::map<std::string, int, std::less<>>* id_lines, Config* config) {
+    if (!node.IsMap()) {
+      AddError(LineOf(node), path, "expected a map with id, type and paths, got " +
+                                       KindName(node));
+      return;
+    }
+    // The type decides which keys are allowed, so find it before checking the rest.
+    const int line = LineOf(node);
+    std::optional<std::string> type;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      if (it->first.IsScalar() && it->first.Scalar() == "type") {
+        type = Scalar(Field{"type", it->first, it->second}, Join(path, "type"));
+        if (!type) return;
+        if (*type != "file") {
+          AddError(LineOf(it->first), Join(path, "type"),
+                   "unknown source type '" + *type + "'; allowed: file");
+          return;
+        }
+        break;
+      }
+    }
+    bool ok = true;
+    if (!type) {
+      // Still check the rest as a file source, the only type there is: one round trip shows
+      // every problem of the entry.
+      AddError(line, Join(path, "type"), "required key is missing; allowed: file");
+      ok = false;
+    }
+
+    FileSourceConfig source;
+    bool has_id = false;
+    bool has_paths = false;
+    for (const Field& f :
+         Fields(node, path, {"id", "type", "paths", "start_at", "poll_interval_ms"})) {
+      const std::string key = Join(path, f.name);
+      if (f.name == "id") {
+        has_id = true;
+        std::optional<std::string> id = Scalar(f, key);
+        if (!id) {
+          ok = false;
+        } else if (!IsValidSourceId(*id)) {
+          AddError(LineOf(f.key), key,
+                   "'" + *id + "' is not a valid id: use letters, digits, '_', '.' and '-'");
+          ok = false;
+        } else if (auto [seen, inserted] = id_lines->emplace(*id, LineOf(f.key)); !inserted) {
+          AddError(LineOf(f.key), key,
+                   "duplicate source id '" + *id + "'; first used on line " +
+                       std::to_string(seen->second));
+          ok = false;
+        } else {
+          source.id = *id;
+        }
+      } else if (f.name == "paths") {
+        has_paths = true;
+        if (auto list = StringList(f, key)) {
+          for (const std::string& p : *list) source.paths.push_back(Resolve(p));
+        } else {
+          ok = false;
+        }
+      } else if (f.name == "start_at") {
+        if (auto v = Choice(f, key, {"beginning", "end"})) {
+          source.start_at = *v == "beginning" ? StartAt::kBeginning : StartAt::kEnd;
+        } else {
+          ok = false;
+        }
+      } else if (f.name == "poll_interval_ms") {
+        if (auto v = Integer(f, key, kMinPollIntervalMs, kMaxPollIntervalMs)) {
+          source.poll_interval_ms = static_cast<int>(*v);
+        } else {
+          ok = false;
+        }
+      }
+    }
+    if (!has_id) {
+      AddError(line, Join(path, "id"), "required key is missing");
+      ok = false;
+    }
+    if (!has_paths) {
+      AddError(line, Join(path, "paths"), "required key is missing");
+      ok = false;
+    }
+    if (ok) config->file_sources.push_back(std::move(source));
+  }
+
+  const std::string file_;
+  const fs::path base_dir_;
+  ErrorList errors_;
+};
+
+}  // namespace
+
+Result<Config> LoadConfig(const std::string& path) {
+  auto file_error = [&path](std::string message) {
+    return Error{.file = path, .line = 0, .rule_id = "", .key = "", .message = std::move(message)};
+  };
+
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return file_error("cannot read config file: is a directory");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return file_error(std::string("cannot open config file: ") + std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return file_error(std::string("cannot read config file: ") + std::strerror(errno));
+
+  fs::path base_dir = fs::absolute(fs::path(path), ec).parent_path();
+  if (ec) return file_error("cannot resolve the config file's folder: " + ec.message());
+
+  YAML::Node root;
+  try {
+    root = YAML::Load(text.str());
+  } catch (const YAML::Exception& e) {
+    return Error{.file = path,
+                 .line = e.mark.is_null() ? 0 : e.mark.line + 1,
+                 .rule_id = "",
+                 .key = "",
+                 .message = "invalid YAML: " + e.msg};
+  }
+
+  Config config;
+  config.file = path;
+  ConfigParser parser(path, std::move(base_dir));
+  try {
+    parser.Parse(root, &config);
+  } catch (const YAML::Exception& e) {
+    // Not expected: the parser checks node types before using them. Kept so that a yaml-cpp
+    // surprise is a load error with a line number rather than a crash.
+    ErrorList errors = parser.TakeErrors();
+    errors.push_back(Error{.file = path,
+                           .line = e.mark.is_null() ? 0 : e.mark.line + 1,
+                           .rule_id = "",
+                           .key = "",
+                           .message = std::string("internal error reading config: ") + e.what()});
+    return errors;
+  }
+  ErrorList errors = parser.TakeErrors();
+  if (!errors.empty()) return errors;
+  return config;
+}
+
+}  // namespace faultline

@@ -1,0 +1,63 @@
+// LineBatch: framed lines laid end to end in one buffer, each followed by '\n'.
+//
+// Framing fills a batch; the matcher scans the whole buffer in one multi-pattern pass (much faster
+// than one call per line) and maps each hit back to its line. A batch owns its bytes; views from
+// line() are valid until the next Clear() or append. Not thread-safe; one per stream.
+#ifndef FAULTLINE_FRAMING_LINE_BATCH_H_
+#define FAULTLINE_FRAMING_LINE_BATCH_H_
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace faultline {
+
+class LineBatch {
+ public:
+  size_t size() const { return line_ends_.size(); }
+  bool empty() const { return line_ends_.empty(); }
+  // Bytes held, terminators included: what a flush threshold compares against.
+  size_t bytes() const { return text_.size(); }
+
+  // The whole buffer: every line followed by '\n'.
+  std::string_view text() const { return text_; }
+  size_t line_begin(size_t i) const { return i == 0 ? 0 : line_ends_[i - 1] + 1; }
+  // Offset of the '\n' that ends line i.
+  size_t line_end(size_t i) const { return line_ends_[i]; }
+  std::string_view line(size_t i) const {
+    const size_t begin = line_begin(i);
+    return std::string_view(text_).substr(begin, line_ends_[i] - begin);
+  }
+  // Index of the line holding byte `offset` of text(); `offset` must be < bytes().
+  size_t LineAt(size_t offset) const {
+    return std::lower_bound(line_ends_.begin(), line_ends_.end(), offset) - line_ends_.begin();
+  }
+
+  // Appends one line; `line` must not contain '\n'.
+  void Append(std::string_view line) {
+    text_.append(line);
+    EndLine();
+  }
+  // For framing that writes a line's bytes straight into buffer() and then ends it.
+  std::string& buffer() { return text_; }
+  void EndLine() {
+    line_ends_.push_back(static_cast<uint32_t>(text_.size()));
+    text_.push_back('\n');
+  }
+
+  void Clear() {
+    text_.clear();
+    line_ends_.clear();
+  }
+
+ private:
+  std::string text_;
+  std::vector<uint32_t> line_ends_;
+};
+
+}  // namespace faultline
+
+#endif  // FAULTLINE_FRAMING_LINE_BATCH_H_

@@ -1,0 +1,54 @@
+// LineFramer: turns the bytes of one stream into lines.
+//
+// - A line ends at "\n", "\r\n" or a bare "\r". tqdm and other progress bars redraw one terminal
+//   line with "\r"; each redraw is a line of its own, so a failure printed after a bar without a
+//   newline is still seen on its own line.
+// - ANSI escape sequences are removed (ansi.h).
+// - A line longer than max_line_bytes is cut at that size and emitted, the rest of it is skipped
+//   up to the next terminator, and truncated_lines() counts it. Memory stays bounded by
+//   max_line_bytes however long a line is.
+// - Bytes are passed through as they are: invalid UTF-8 is matched as bytes and sanitised only at
+//   the edges (utf8.h).
+// Bytes after the last terminator are kept until more arrive or Finish() flushes them as a line.
+// Never throws. Not thread-safe; one framer per stream.
+#ifndef FAULTLINE_FRAMING_LINE_FRAMER_H_
+#define FAULTLINE_FRAMING_LINE_FRAMER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "agent/framing/line_batch.h"
+
+namespace faultline {
+
+inline constexpr size_t kDefaultMaxLineBytes = 1 << 20;
+
+class LineFramer {
+ public:
+  explicit LineFramer(size_t max_line_bytes = kDefaultMaxLineBytes);
+
+  // Appends the lines completed by `bytes` to `batch`.
+  void Feed(std::string_view bytes, LineBatch& batch);
+  // End of stream: a pending partial line becomes a line.
+  void Finish(LineBatch& batch);
+
+  bool has_partial() const { return !partial_.empty(); }
+  uint64_t truncated_lines() const { return truncated_lines_; }
+
+ private:
+  void EmitLine(std::string_view raw, LineBatch& batch);
+  void AppendPartial(std::string_view bytes, LineBatch& batch);
+
+  const size_t max_line_bytes_;
+
+  std::string partial_;        // raw bytes of the line being assembled
+  bool skipping_ = false;      // inside the rest of a cut line
+  bool after_cr_ = false;      // the last byte was "\r": a "\n" right after it ends nothing
+  uint64_t truncated_lines_ = 0;
+};
+
+}  // namespace faultline
+
+#endif  // FAULTLINE_FRAMING_LINE_FRAMER_H_

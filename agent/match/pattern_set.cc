@@ -1,0 +1,153 @@
+#include "agent/match/pattern_set.h"
+
+#include <hs/hs.h>
+
+#include <algorithm>
+
+namespace faultline {
+namespace {
+
+// Exact mode first; patterns Vectorscan cannot take exactly (some RE2 constructs) are retried in
+// prefilter mode, which may report extra candidates. Both are confirmed by RE2 anyway.
+constexpr unsigned kExactFlags = HS_FLAG_MULTILINE;
+constexpr unsigned kPrefilterFlags = HS_FLAG_MULTILINE | HS_FLAG_PREFILTER;
+
+struct ScanState {
+  const LineBatch* batch;
+  std::vector<PatternSet::Hit>* hits;
+  uint32_t* last_line_plus_one;
+  size_t line;  // line of the previous report; reports come in increasing end offset
+};
+
+int OnCandidate(unsigned int id, unsigned long long /*from*/, unsigned long long to,
+                unsigned int /*flags*/, void* context) {
+  auto* state = static_cast<ScanState*>(context);
+  const LineBatch& batch = *state->batch;
+  const size_t last_byte = to == 0 ? 0 : static_cast<size_t>(to - 1);
+  if (last_byte > batch.line_end(state->line) || last_byte < batch.line_begin(state->line)) {
+    state->line = batch.LineAt(last_byte);
+  }
+  const auto line = static_cast<uint32_t>(state->line);
+  if (state->last_line_plus_one[id] != line + 1) {
+    state->last_line_plus_one[id] = line + 1;
+    state->hits->push_back(PatternSet::Hit{line, id});
+  }
+  return 0;
+}
+
+}  // namespace
+
+RE2::Options PatternSet::Re2Options() {
+  RE2::Options options;
+  options.set_encoding(RE2::Options::EncodingLatin1);
+  options.set_log_errors(false);
+  return options;
+}
+
+Result<std::unique_ptr<PatternSet>> PatternSet::Compile(
+    const std::vector<std::string>& patterns) {
+  std::unique_ptr<PatternSet> set(new PatternSet());
+  ErrorList errors;
+  for (size_t i = 0; i < patterns.size(); ++i) {
+    auto re = std::make_unique<RE2>(patterns[i], Re2Options());
+    if (!re->ok()) {
+      errors.push_back(Error{"", 0, "", "", "invalid pattern '" + patterns[i] + "': " +
+                                                re->error() + " (at '" + re->error_arg() + "')"});
+    }
+    set->regexes_.push_back(std::move(re));
+  }
+  if (!errors.empty()) return errors;
+
+  std::vector<unsigned> flags(patterns.size(), kExactFlags);
+  std::vector<bool> excluded(patterns.size(), false);
+  while (true) {
+    std::vector<const char*> expressions;
+    std::vector<unsigned> ids;
+    std::vector<unsigned> expression_flags;
+    for (size_t i = 0; i < patterns.size(); ++i) {
+      if (excluded[i]) continue;
+      expressions.push_back(patterns[i].c_str());
+      ids.push_back(static_cast<unsigned>(i));
+      expression_flags.push_back(flags[i]);
+    }
+    if (expressions.empty()) break;
+    hs_compile_error_t* compile_error = nullptr;
+    const hs_error_t rc = hs_compile_multi(
+        expressions.data(), expression_flags.data(), ids.data(),
+        static_cast<unsigned>(expressions.size()), HS_MODE_BLOCK, nullptr, &set->database_,
+        &compile_error);
+    if (rc == HS_SUCCESS) break;
+    const int failed = compile_error != nullptr ? compile_error->expression : -1;
+    const std::string message = compile_error != nullptr ? compile_error->message : "unknown";
+    hs_free_compile_error(compile_error);
+    if (failed < 0) {
+      // Not one pattern's fault (e.g. the database is too large): match everything with RE2.
+      std::fill(excluded.begin(), excluded.end(), true);
+      break;
+    }
+    const unsigned id = ids[failed];
+    if (flags[id] == kExactFlags) {
+      flags[id] = kPrefilterFlags;
+    } else {
+      excluded[id] = true;
+    }
+  }
+
+  RE2::Set fallback(Re2Options(), RE2::UNANCHORED);
+  for (size_t i = 0; i < patterns.size(); ++i) {
+    if (!excluded[i]) continue;
+    std::string error;
+    if (fallback.Add(patterns[i], &error) < 0) {
+      return Error{"", 0, "", "", "invalid pattern '" + patterns[i] + "': " + error};
+    }
+    set->fallback_ids_.push_back(static_cast<uint32_t>(i));
+  }
+  if (!set->fallback_ids_.empty()) {
+    if (!fallback.Compile()) {
+      return Error{"", 0, "", "", "the patterns are too large for RE2::Set"};
+    }
+    set->fallback_set_ = std::make_unique<RE2::Set>(std::move(fallback));
+  }
+  return set;
+}
+
+PatternSet::~PatternSet() { hs_free_database(database_); }
+
+MatchScratch::MatchScratch(const PatternSet& set)
+    : last_line_plus_one_(set.size(), 0) {
+  if (set.database_ != nullptr) hs_alloc_scratch(set.database_, &hs_scratch_);
+}
+
+MatchScratch::~MatchScratch() { hs_free_scratch(hs_scratch_); }
+
+void PatternSet::Match(const LineBatch& batch, MatchScratch& scratch,
+                       std::vector<Hit>& hits) const {
+  hits.clear();
+  if (batch.empty()) return;
+  if (database_ != nullptr && scratch.hs_scratch_ != nullptr) {
+    std::fill(scratch.last_line_plus_one_.begin(), scratch.last_line_plus_one_.end(), 0);
+    ScanState state{&batch, &hits, scratch.last_line_plus_one_.data(), 0};
+    const std::string_view text = batch.text();
+    hs_scan(database_, text.data(), static_cast<unsigned>(text.size()), 0, scratch.hs_scratch_,
+            OnCandidate, &state);
+    // Confirm every candidate with RE2 on its own line.
+    hits.erase(std::remove_if(hits.begin(), hits.end(),
+                              [&](const Hit& hit) {
+                                return !RE2::PartialMatch(batch.line(hit.line),
+                                                          *regexes_[hit.pattern]);
+                              }),
+               hits.end());
+  }
+  if (fallback_set_ != nullptr) {
+    for (size_t i = 0; i < batch.size(); ++i) {
+      scratch.set_matches_.clear();
+      if (!fallback_set_->Match(batch.line(i), &scratch.set_matches_)) continue;
+      for (int index : scratch.set_matches_) {
+        hits.push_back(Hit{static_cast<uint32_t>(i), fallback_ids_[index]});
+      }
+    }
+  }
+  std::sort(hits.begin(), hits.end());
+}
+
+}  // namespace faultline

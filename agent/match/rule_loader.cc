@@ -1,0 +1,406 @@
+#include "agent/match/rule_loader.h"
+
+#include <re2/re2.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "agent/match/pattern_set.h"
+
+namespace faultline {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kMaxSequenceSteps = 16;
+constexpr int kMaxLabelValuesLimit = 1000;
+
+const std::set<std::string, std::less<>> kCategories = {
+    "environment", "build", "runtime", "data", "hardware", "distributed", "numerics", "memory"};
+
+int LineOf(const YAML::Node& node) { return node.Mark().line >= 0 ? node.Mark().line + 1 : 0; }
+
+// Parses one rule document, adding what is wrong to `errors`.
+class RuleParser {
+ public:
+  RuleParser(const std::string& file, ErrorList& errors) : file_(file), errors_(errors) {}
+
+  std::optional<Rule> Parse(const YAML::Node& doc) {
+    if (!doc.IsMap()) {
+      Fail(doc, "", "a rule must be a YAML mapping");
+      return std::nullopt;
+    }
+    const size_t errors_before = errors_.size();
+    Rule rule;
+    rule.file = file_;
+    rule.line = LineOf(doc);
+    if (doc["id"] && doc["id"].IsScalar()) {
+      rule_id_ = doc["id"].Scalar();
+      rule.line = LineOf(doc["id"]);
+    }
+    static const std::set<std::string, std::less<>> kKeys = {
+        "id",     "title",      "severity",         "category",    "tags",
+        "match",  "context",    "labels",           "max_label_values",
+        "resolved_by", "root_cause", "fix",        "fix_command", "references",
+        "examples"};
+    CheckKeys(doc, kKeys, "");
+
+    rule.id = RequiredString(doc, "id");
+    if (!rule.id.empty() && !RE2::FullMatch(rule.id, R"([a-z0-9_]+(\.[a-z0-9_]+)+)")) {
+      Fail(doc["id"], "id", "must be dotted lower-case words such as 'deepspeed.async_io.build'");
+    }
+    rule.title = RequiredString(doc, "title");
+    rule.severity = SeverityAt(doc, "severity", /*required=*/true).value_or(Severity::kError);
+    rule.category = RequiredString(doc, "category");
+    if (!rule.category.empty() && !kCategories.contains(rule.category)) {
+      Fail(doc["category"], "category",
+           "unknown category '" + rule.category +
+               "' (one of environment, build, runtime, data, hardware, distributed, numerics, "
+               "memory)");
+    }
+    rule.tags = StringList(doc, "tags", "tags");
+    ParseMatch(doc, rule);
+    ParseContext(doc, rule);
+    ParseLabels(doc, rule);
+    if (const YAML::Node n = doc["max_label_values"]) {
+      rule.max_label_values = IntIn(n, "max_label_values", 1, kMaxLabelValuesLimit);
+    }
+    rule.resolved_by = Patterns(doc, "resolved_by", "resolved_by");
+    rule.root_cause = RequiredString(doc, "root_cause");
+    rule.fix = RequiredString(doc, "fix");
+    rule.fix_command = OptionalString(doc, "fix_command");
+    rule.references = StringList(doc, "references", "references");
+    ParseExamples(doc, rule);
+    if (errors_.size() != errors_before) return std::nullopt;
+    return rule;
+  }
+
+ private:
+  void Fail(const YAML::Node& at, const std::string& key, const std::string& message) {
+    errors_.push_back(Error{file_, LineOf(at), rule_id_, key, message});
+  }
+
+  void CheckKeys(const YAML::Node& map, const std::set<std::string, std::less<>>& allowed,
+                 const std::string& prefix) {
+    for (auto it = map.begin(); it != map.end(); ++it) {
+      const std::string key = it->first.IsScalar() ? it->first.Scalar() : "?";
+      if (!allowed.contains(key)) {
+        std::string known;
+        for (const auto& k : allowed) known += (known.empty() ? "" : ", ") + k;
+        Fail(it->first, prefix + key, "unknown key (known keys: " + known + ")");
+      }
+    }
+  }
+
+  std::string RequiredString(const YAML::Node& doc, const std::string& key) {
+    const YAML::Node n = doc[key];
+    if (!n) {
+      Fail(doc, key, "required key is missing");
+      return "";
+    }
+    if (!n.IsScalar() || n.Scalar().empty()) {
+      Fail(n, key, "must be a non-empty string");
+      return "";
+    }
+    return n.Scalar();
+  }
+
+  std::string OptionalString(const YAML::Node& doc, const std::string& key) {
+    const YAML::Node n = doc[key];
+    if (!n) return "";
+    if (!n.IsScalar()) {
+      Fail(n, key, "must be a string");
+      return "";
+    }
+    return n.Scalar();
+  }
+
+  std::vector<std::string> StringList(const YAML::Node& parent, const std::string& key,
+                                      const std::string& path) {
+    std::vector<std::string> out;
+    const YAML::Node n = parent[key];
+    if (!n) return out;
+    if (!n.IsSequence()) {
+      Fail(n, path, "must be a list of strings");
+      return out;
+    }
+    for (size_t i = 0; i < n.size(); ++i) {
+      if (!n[i].IsScalar()) {
+        Fail(n[i], path + "[" + std::to_string(i) + "]", "must be a string");
+        continue;
+      }
+      out.push_back(n[i].Scalar());
+    }
+    return out;
+  }
+
+  // A list of patterns, each compiled to check it.
+  std::vector<std::string> Patterns(const YAML::Node& parent, const std::string& key,
+                                    const std::string& path) {
+    const YAML::Node n = parent[key];
+    std::vector<std::string> out = StringList(parent, key, path);
+    if (!n || !n.IsSequence()) return out;
+    for (size_t i = 0; i < n.size() && i < out.size(); ++i) {
+      CheckPattern(n[i], path + "[" + std::to_string(i) + "]", out[i]);
+    }
+    return out;
+  }
+
+  // Compiles `pattern` as the matcher will; returns its capture-group count, or -1 when invalid.
+  int CheckPattern(const YAML::Node& at, const std::string& path, const std::string& pattern) {
+    if (pattern.empty()) {
+      Fail(at, path, "pattern is empty");
+      return -1;
+    }
+    const RE2 re(pattern, PatternSet::Re2Options());
+    if (!re.ok()) {
+      Fail(at, path, "invalid pattern: " + re.error() + " (at '" + re.error_arg() + "')");
+      return -1;
+    }
+    if (RE2::PartialMatch("", re)) {
+      Fail(at, path, "pattern matches the empty string, so it would match every line");
+      return -1;
+    }
+    return re.NumberOfCapturingGroups();
+  }
+
+  std::optional<Severity> SeverityAt(const YAML::Node& parent, const std::string& key,
+                                     bool required, const std::string& path = "") {
+    const std::string where = path.empty() ? key : path;
+    const YAML::Node n = parent[key];
+    if (!n) {
+      if (required) Fail(parent, where, "required key is missing");
+      return std::nullopt;
+    }
+    std::optional<Severity> s = n.IsScalar() ? ParseSeverity(n.Scalar()) : std::nullopt;
+    if (!s) Fail(n, where, "must be one of info, warning, error, critical");
+    return s;
+  }
+
+  int IntIn(const YAML::Node& n, const std::string& path, int lo, int hi) {
+    int value = 0;
+    if (!n.IsScalar() || !YAML::convert<int>::decode(n, value) || value < lo || value > hi) {
+      Fail(n, path,
+           "must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
+      return lo;
+    }
+    return value;
+  }
+
+  void ParseMatch(const YAML::Node& doc, Rule& rule) {
+    const YAML::Node match = doc["match"];
+    if (!match) {
+      Fail(doc, "match", "required key is missing");
+      return;
+    }
+    if (!match.IsSequence() || match.size() == 0) {
+      Fail(match, "match", "must be a non-empty list of patterns or sequences");
+      return;
+    }
+    for (size_t i = 0; i < match.size(); ++i) {
+      const YAML::Node entry = match[i];
+      const std::string path = "match[" + std::to_string(i) + "]";
+      if (entry.IsScalar()) {
+        if (CheckPattern(entry, path, entry.Scalar()) >= 0) {
+          rule.match_lines.push_back(entry.Scalar());
+        }
+        continue;
+      }
+      if (!entry.IsMap()) {
+        Fail(entry, path, "must be a pattern or a mapping with 'sequence'");
+        continue;
+      }
+      CheckKeys(entry, {"sequence", "within_lines"}, path + ".");
+      SequenceMatch seq;
+      const YAML::Node steps = entry["sequence"];
+      if (!steps || !steps.IsSequence() || steps.size() < 2 ||
+          steps.size() > static_cast<size_t>(kMaxSequenceSteps)) {
+        Fail(entry, path + ".sequence",
+             "must be a list of 2 to " + std::to_string(kMaxSequenceSteps) + " patterns");
+        continue;
+      }
+      seq.steps = Patterns(entry, "sequence", path + ".sequence");
+      const int default_within = static_cast<int>(seq.steps.size()) * 2;
+      seq.within_lines = entry["within_lines"]
+                             ? IntIn(entry["within_lines"], path + ".within_lines",
+                                     static_cast<int>(seq.steps.size()),
+                                     ContextSpec::kMaxWithinLines)
+                             : default_within;
+      rule.sequences.push_back(std::move(seq));
+    }
+  }
+
+  void ParseContext(const YAML::Node& doc, Rule& rule) {
+    const YAML::Node n = doc["context"];
+    if (!n) return;
+    if (!n.IsMap()) {
+      Fail(n, "context", "must be a mapping");
+      return;
+    }
+    CheckKeys(n,
+              {"within_lines", "requires_any", "unconfirmed_severity",
+               "downgrade_if_followed_by", "downgrade_if_preceded_by", "downgrade_to"},
+              "context.");
+    ContextSpec ctx;
+    if (n["within_lines"]) {
+      ctx.within_lines =
+          IntIn(n["within_lines"], "context.within_lines", 1, ContextSpec::kMaxWithinLines);
+    }
+    ctx.requires_any = Patterns(n, "requires_any", "context.requires_any");
+    ctx.unconfirmed_severity =
+        SeverityAt(n, "unconfirmed_severity", false, "context.unconfirmed_severity");
+    ctx.downgrade_if_followed_by =
+        Patterns(n, "downgrade_if_followed_by", "context.downgrade_if_followed_by");
+    ctx.downgrade_if_preceded_by =
+        Patterns(n, "downgrade_if_preceded_by", "context.downgrade_if_preceded_by");
+    if (auto s = SeverityAt(n, "downgrade_to", false, "context.downgrade_to")) {
+      ctx.downgrade_to = *s;
+    }
+    if (ctx.requires_any.empty() && ctx.downgrade_if_followed_by.empty() &&
+        ctx.downgrade_if_preceded_by.empty()) {
+      Fail(n, "context",
+           "needs at least one of requires_any, downgrade_if_followed_by, "
+           "downgrade_if_preceded_by");
+    }
+    if (ctx.unconfirmed_severity && ctx.requires_any.empty()) {
+      Fail(n["unconfirmed_severity"], "context.unconfirmed_severity",
+           "only means something together with requires_any");
+    }
+    rule.context = std::move(ctx);
+  }
+
+  void ParseLabels(const YAML::Node& doc, Rule& rule) {
+    const YAML::Node n = doc["labels"];
+    if (!n) return;
+    if (!n.IsMap()) {
+      Fail(n, "labels", "must be a mapping of label name to pattern");
+      return;
+    }
+    static const std::set<std::string, std::less<>> kReserved = {"signature", "severity",
+                                                                 "source", "rule"};
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      const std::string name = it->first.Scalar();
+      const std::string path = "labels." + name;
+      if (!RE2::FullMatch(name, "[a-z_][a-z0-9_]*") || kReserved.contains(name)) {
+        Fail(it->first, path,
+             "label names are lower-case Prometheus names and not one of signature, severity, "
+             "source, rule");
+        continue;
+      }
+      if (!it->second.IsScalar()) {
+        Fail(it->second, path, "must be a pattern");
+        continue;
+      }
+      const int groups = CheckPattern(it->second, path, it->second.Scalar());
+      if (groups < 0) continue;
+      if (groups != 1) {
+        Fail(it->second, path,
+             "must have exactly one capture group (has " + std::to_string(groups) + ")");
+        continue;
+      }
+      rule.labels.push_back(LabelSpec{name, it->second.Scalar()});
+    }
+  }
+
+  void ParseExamples(const YAML::Node& doc, Rule& rule) {
+    const YAML::Node n = doc["examples"];
+    if (!n) return;
+    if (!n.IsMap()) {
+      Fail(n, "examples", "must be a mapping with 'match' and 'no_match' lists");
+      return;
+    }
+    CheckKeys(n, {"match", "no_match"}, "examples.");
+    rule.examples.match = StringList(n, "match", "examples.match");
+    rule.examples.no_match = StringList(n, "no_match", "examples.no_match");
+  }
+
+  const std::string& file_;
+  ErrorList& errors_;
+  std::string rule_id_;
+};
+
+bool IsRuleFile(const fs::path& p) {
+  const std::string ext = p.extension().string();
+  return ext == ".yaml" || ext == ".yml";
+}
+
+}  // namespace
+
+Result<std::vector<Rule>> ParseRules(std::string_view yaml, const std::string& file_name) {
+  ErrorList errors;
+  std::vector<Rule> rules;
+  std::vector<YAML::Node> docs;
+  try {
+    docs = YAML::LoadAll(std::string(yaml));
+  } catch (const YAML::Exception& e) {
+    return Error{file_name, e.mark.line >= 0 ? e.mark.line + 1 : 0, "", "",
+                 "YAML syntax error: " + e.msg};
+  }
+  RuleParser parser(file_name, errors);
+  for (const YAML::Node& doc : docs) {
+    if (doc.IsNull()) continue;  // an empty document, e.g. a trailing '---'
+    if (std::optional<Rule> rule = parser.Parse(doc)) rules.push_back(std::move(*rule));
+  }
+  if (!errors.empty()) return errors;
+  return rules;
+}
+
+Result<std::vector<Rule>> LoadRules(const std::vector<std::string>& paths) {
+  ErrorList errors;
+  std::vector<std::string> files;
+  for (const std::string& path : paths) {
+    std::error_code ec;
+    if (fs::is_directory(path, ec)) {
+      for (auto it = fs::recursive_directory_iterator(path, ec);
+           !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+        if (it->is_regular_file(ec) && IsRuleFile(it->path())) files.push_back(it->path());
+      }
+      if (ec) errors.push_back(Error{path, 0, "", "", "cannot read folder: " + ec.message()});
+    } else if (fs::is_regular_file(path, ec)) {
+      files.push_back(path);
+    } else {
+      errors.push_back(Error{path, 0, "", "", "no such rule file or folder"});
+    }
+  }
+  std::sort(files.begin(), files.end());
+
+  std::vector<Rule> rules;
+  std::map<std::string, const Rule*> seen;
+  for (const std::string& file : files) {
+    std::ifstream in(file, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (!in && !in.eof()) {
+      errors.push_back(Error{file, 0, "", "", "cannot read file"});
+      continue;
+    }
+    Result<std::vector<Rule>> parsed = ParseRules(text.str(), file);
+    if (!parsed.ok()) {
+      errors.insert(errors.end(), parsed.errors().begin(), parsed.errors().end());
+      continue;
+    }
+    for (Rule& rule : parsed.value()) rules.push_back(std::move(rule));
+  }
+  for (const Rule& rule : rules) {
+    auto [it, inserted] = seen.emplace(rule.id, &rule);
+    if (!inserted) {
+      errors.push_back(Error{rule.file, rule.line, rule.id, "id",
+                             "duplicate rule id, first defined at " + it->second->file + ":" +
+                                 std::to_string(it->second->line)});
+    }
+  }
+  if (rules.empty() && errors.empty()) {
+    std::string where;
+    for (const auto& p : paths) where += (where.empty() ? "" : ", ") + p;
+    errors.push_back(Error{where, 0, "", "", "no rule files (*.yaml, *.yml) found"});
+  }
+  if (!errors.empty()) return errors;
+  return rules;
+}
+
+}  // namespace faultline

@@ -1,0 +1,29 @@
+// Rule-pack loading: YAML files to validated Rules (schema in rules/README.md).
+//
+// A load reads every *.yaml / *.yml file under the given files and folders (recursively, in path
+// order), each holding one or more YAML documents of one rule each. Everything is checked at
+// load: required keys, unknown keys (an error, never ignored), value types and ranges, duplicate
+// ids, and every pattern is compiled with RE2 so a bad one is reported with RE2's error_arg().
+// Every error names file, line, rule id and key; all errors of a load are returned together and
+// a load with any error yields no rules. Throws nothing.
+#ifndef FAULTLINE_MATCH_RULE_LOADER_H_
+#define FAULTLINE_MATCH_RULE_LOADER_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "agent/core/result.h"
+#include "agent/match/rule.h"
+
+namespace faultline {
+
+// Loads every rule file under `paths` (files or folders).
+Result<std::vector<Rule>> LoadRules(const std::vector<std::string>& paths);
+
+// Parses the rules in `yaml`, reporting errors against `file_name`.
+Result<std::vector<Rule>> ParseRules(std::string_view yaml, const std::string& file_name);
+
+}  // namespace faultline
+
+#endif  // FAULTLINE_MATCH_RULE_LOADER_H_

@@ -1,0 +1,68 @@
+#include "agent/match/rule_set.h"
+
+#include <map>
+#include <string>
+
+namespace faultline {
+
+Result<std::shared_ptr<const RuleSet>> RuleSet::Compile(std::vector<Rule> rules) {
+  std::shared_ptr<RuleSet> set(new RuleSet());
+  set->rules_ = std::move(rules);
+  const size_t n = set->rules_.size();
+  set->preceded_by_.resize(n);
+  set->requires_any_.resize(n);
+  set->label_regexes_.resize(n);
+
+  std::vector<std::string> texts;
+  std::map<std::string, uint32_t> ids;
+  auto intern = [&](const std::string& pattern, PatternRef ref) {
+    auto [it, inserted] = ids.emplace(pattern, static_cast<uint32_t>(texts.size()));
+    if (inserted) {
+      texts.push_back(pattern);
+      set->refs_.emplace_back();
+    }
+    set->refs_[it->second].push_back(ref);
+    return it->second;
+  };
+
+  ErrorList errors;
+  for (uint32_t r = 0; r < n; ++r) {
+    const Rule& rule = set->rules_[r];
+    for (const std::string& p : rule.match_lines) intern(p, {r, PatternRole::kMatch});
+    for (const SequenceMatch& seq : rule.sequences) {
+      const auto seq_index = static_cast<uint32_t>(set->sequences_.size());
+      set->sequences_.push_back(
+          {r, static_cast<uint32_t>(seq.steps.size()), seq.within_lines});
+      for (uint32_t s = 0; s < seq.steps.size(); ++s) {
+        intern(seq.steps[s], {r, PatternRole::kSequenceStep, seq_index, s});
+      }
+    }
+    if (rule.context) {
+      for (const std::string& p : rule.context->requires_any) {
+        set->requires_any_[r].push_back(intern(p, {r, PatternRole::kRequires}));
+      }
+      for (const std::string& p : rule.context->downgrade_if_followed_by) {
+        intern(p, {r, PatternRole::kDowngradeAfter});
+      }
+      for (const std::string& p : rule.context->downgrade_if_preceded_by) {
+        set->preceded_by_[r].push_back(intern(p, {r, PatternRole::kDowngradeBefore}));
+      }
+    }
+    for (const LabelSpec& label : rule.labels) {
+      auto re = std::make_unique<RE2>(label.pattern, PatternSet::Re2Options());
+      if (!re->ok() || re->NumberOfCapturingGroups() != 1) {
+        errors.push_back(Error{rule.file, rule.line, rule.id, "labels." + label.name,
+                               "label pattern must compile and have one capture group"});
+      }
+      set->label_regexes_[r].push_back(std::move(re));
+    }
+  }
+  if (!errors.empty()) return errors;
+
+  Result<std::unique_ptr<PatternSet>> patterns = PatternSet::Compile(texts);
+  if (!patterns.ok()) return patterns.errors();
+  set->patterns_ = std::move(patterns).value();
+  return std::shared_ptr<const RuleSet>(std::move(set));
+}
+
+}  // namespace faultline

@@ -1,0 +1,201 @@
+#include "agent/match/stream_matcher.h"
+
+#include <algorithm>
+
+namespace faultline {
+
+StreamMatcher::StreamMatcher(std::shared_ptr<const RuleSet> rules, FindingSink* sink)
+    : rules_(std::move(rules)),
+      sink_(sink),
+      last_seen_(rules_->patterns().size(), 0),
+      last_triggered_(rules_->rules().size(), 0),
+      sequences_(rules_->sequences().size()),
+      sequence_masks_(rules_->sequences().size(), 0) {}
+
+void StreamMatcher::Process(const LineBatch& batch, MatchScratch& scratch) {
+  rules_->patterns().Match(batch, scratch, hits_);
+  const uint64_t first = lines_seen_ + 1;
+  size_t i = 0;
+  while (i < hits_.size()) {
+    size_t j = i;
+    while (j < hits_.size() && hits_[j].line == hits_[i].line) ++j;
+    const uint32_t line = hits_[i].line;
+    ProcessLine(first + line, batch.line(line),
+                std::span<const PatternSet::Hit>(hits_.data() + i, j - i));
+    i = j;
+  }
+  lines_seen_ += batch.size();
+  SettleExpired(lines_seen_ + 1);
+}
+
+void StreamMatcher::Flush() {
+  while (!pending_.empty()) {
+    Settle(pending_.front(), pending_.front().text);
+    pending_.pop_front();
+  }
+  for (SequenceProgress& s : sequences_) s = SequenceProgress{};
+}
+
+void StreamMatcher::ProcessLine(uint64_t line_number, std::string_view text,
+                                std::span<const PatternSet::Hit> hits) {
+  SettleExpired(line_number);
+  for (const PatternSet::Hit& hit : hits) last_seen_[hit.pattern] = line_number;
+
+  // Lines that pending hits wait for.
+  if (!pending_.empty()) {
+    bool changed = false;
+    for (const PatternSet::Hit& hit : hits) {
+      for (const PatternRef& ref : rules_->refs(hit.pattern)) {
+        if (ref.role != PatternRole::kRequires && ref.role != PatternRole::kDowngradeAfter) {
+          continue;
+        }
+        for (Pending& p : pending_) {
+          if (p.rule != ref.rule) continue;
+          if (ref.role == PatternRole::kRequires) p.confirmed = true;
+          if (ref.role == PatternRole::kDowngradeAfter) p.downgraded = true;
+          changed = true;
+        }
+      }
+    }
+    if (changed) {
+      for (auto it = pending_.begin(); it != pending_.end();) {
+        if (IsDecided(*it)) {
+          Settle(*it, it->text);
+          it = pending_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+  }
+
+  // New hits.
+  for (const PatternSet::Hit& hit : hits) {
+    for (const PatternRef& ref : rules_->refs(hit.pattern)) {
+      if (ref.role == PatternRole::kMatch) {
+        Trigger(ref.rule, line_number, text);
+      } else if (ref.role == PatternRole::kSequenceStep) {
+        if (sequence_masks_[ref.sequence] == 0) touched_sequences_.push_back(ref.sequence);
+        sequence_masks_[ref.sequence] |= 1u << ref.step;
+      }
+    }
+  }
+  for (uint32_t seq : touched_sequences_) {
+    AdvanceSequence(seq, sequence_masks_[seq], line_number, text);
+    sequence_masks_[seq] = 0;
+  }
+  touched_sequences_.clear();
+}
+
+void StreamMatcher::AdvanceSequence(uint32_t sequence, uint32_t step_mask, uint64_t line_number,
+                                    std::string_view text) {
+  const CompiledSequence& spec = rules_->sequences()[sequence];
+  SequenceProgress& progress = sequences_[sequence];
+  if (progress.next_step > 0 &&
+      line_number - progress.start_line >= static_cast<uint64_t>(spec.within_lines)) {
+    progress = SequenceProgress{};  // too far apart: start over
+  }
+  if (progress.next_step > 0 && (step_mask & (1u << progress.next_step))) {
+    if (++progress.next_step == spec.steps) {
+      const std::string start_text = std::move(progress.start_text);
+      const uint64_t start_line = progress.start_line;
+      progress = SequenceProgress{};
+      Trigger(spec.rule, start_line, start_text);
+    }
+    return;
+  }
+  if (step_mask & 1u) {
+    progress.next_step = 1;
+    progress.start_line = line_number;
+    progress.start_text.assign(text);
+  }
+}
+
+bool StreamMatcher::SeenWithin(std::span<const uint32_t> patterns, uint64_t line,
+                               int window) const {
+  for (uint32_t p : patterns) {
+    const uint64_t seen = last_seen_[p];
+    if (seen != 0 && seen + static_cast<uint64_t>(window) >= line) return true;
+  }
+  return false;
+}
+
+void StreamMatcher::Trigger(uint32_t rule, uint64_t line_number, std::string_view text) {
+  // A line counts once per rule, however many of the rule's patterns it matches.
+  if (last_triggered_[rule] == line_number) return;
+  last_triggered_[rule] = line_number;
+  const Rule& r = rules_->rules()[rule];
+  if (!r.context) {
+    Emit(rule, r.severity, line_number, text);
+    return;
+  }
+  const ContextSpec& ctx = *r.context;
+  Pending p{rule,
+            line_number,
+            line_number + static_cast<uint64_t>(ctx.within_lines),
+            {},
+            SeenWithin(rules_->requires_any(rule), line_number, ctx.within_lines),
+            SeenWithin(rules_->preceded_by(rule), line_number, ctx.within_lines)};
+  if (IsDecided(p)) {
+    Settle(p, text);
+    return;
+  }
+  if (pending_.size() >= kMaxPending) {
+    Settle(pending_.front(), pending_.front().text);
+    pending_.pop_front();
+  }
+  p.text.assign(text);
+  pending_.push_back(std::move(p));
+}
+
+bool StreamMatcher::IsDecided(const Pending& p) const {
+  const ContextSpec& ctx = *rules_->rules()[p.rule].context;
+  const bool requirement_known = ctx.requires_any.empty() || p.confirmed;
+  const bool downgrade_known = ctx.downgrade_if_followed_by.empty() || p.downgraded;
+  return requirement_known && downgrade_known;
+}
+
+void StreamMatcher::Settle(const Pending& p, std::string_view text) {
+  const Rule& r = rules_->rules()[p.rule];
+  const ContextSpec& ctx = *r.context;
+  Severity severity = r.severity;
+  if (!ctx.requires_any.empty() && !p.confirmed) {
+    if (!ctx.unconfirmed_severity) return;
+    severity = *ctx.unconfirmed_severity;
+  }
+  if (p.downgraded) severity = std::min(severity, ctx.downgrade_to);
+  Emit(p.rule, severity, p.line, text);
+}
+
+void StreamMatcher::SettleExpired(uint64_t line_number) {
+  // Deadlines grow with the hit line only per rule, so scan the whole (small) queue.
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    if (it->deadline < line_number) {
+      Settle(*it, it->text);
+      it = pending_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void StreamMatcher::Emit(uint32_t rule, Severity severity, uint64_t line_number,
+                         std::string_view text) {
+  const auto regexes = rules_->label_regexes(rule);
+  label_values_.resize(regexes.size());
+  for (size_t i = 0; i < regexes.size(); ++i) {
+    re2::StringPiece value;
+    if (!RE2::PartialMatch(text, *regexes[i], &value)) value = re2::StringPiece();
+    label_values_[i].assign(value.data(), value.size());
+  }
+  Finding finding;
+  finding.rule = &rules_->rules()[rule];
+  finding.rule_index = rule;
+  finding.severity = severity;
+  finding.line_number = line_number;
+  finding.text = text;
+  finding.label_values = label_values_;
+  sink_->OnFinding(finding);
+}
+
+}  // namespace faultline

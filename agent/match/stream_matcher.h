@@ -1,0 +1,95 @@
+// StreamMatcher: applies a RuleSet to the lines of one stream (a file, a connection, stdin) and
+// reports Findings, with the state that spans lines: context windows, multi-line sequences and
+// hits whose severity is still pending on lines to come.
+//
+// Severity of a hit of a rule with `context` (rules/README.md):
+//   - requires_any: satisfied when one of its patterns is seen within `within_lines` before or
+//     after the hit; otherwise the hit is reported at `unconfirmed_severity`, or dropped.
+//   - downgrade_if_preceded_by / downgrade_if_followed_by: a benign pattern within the window
+//     lowers the severity to `downgrade_to`.
+// A hit that still waits on lines after it is *pending*. It is settled, and reported, as soon as
+// the answer is known: the awaited line arrives, the window has passed (checked at every hit and
+// at the end of every batch), or Flush() is called at end of input or when the stream has been
+// quiet. So pending context never loses a finding and delays one at most by the window or the
+// owner's quiet timeout. Findings come out in the order they are settled.
+//
+// Lines with no candidate pattern cost nothing here; work is per hit. Process never throws and,
+// after warm-up, allocates only for hits that become pending or carry labels.
+// Not thread-safe: one StreamMatcher per stream, used on one thread. The RuleSet and the sink
+// must outlive it.
+#ifndef FAULTLINE_MATCH_STREAM_MATCHER_H_
+#define FAULTLINE_MATCH_STREAM_MATCHER_H_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agent/framing/line_batch.h"
+#include "agent/match/finding.h"
+#include "agent/match/pattern_set.h"
+#include "agent/match/rule_set.h"
+
+namespace faultline {
+
+class StreamMatcher {
+ public:
+  // Pending hits kept per stream; beyond this the oldest is settled early with what is known,
+  // so a flood of context hits costs bounded memory.
+  static constexpr size_t kMaxPending = 1024;
+
+  StreamMatcher(std::shared_ptr<const RuleSet> rules, FindingSink* sink);
+
+  // Matches the lines of `batch`, numbered from lines_seen() + 1.
+  void Process(const LineBatch& batch, MatchScratch& scratch);
+  // Settles every pending hit now (end of input, or the stream went quiet).
+  void Flush();
+
+  bool has_pending() const { return !pending_.empty(); }
+  uint64_t lines_seen() const { return lines_seen_; }
+
+ private:
+  struct Pending {
+    uint32_t rule;
+    uint64_t line;
+    uint64_t deadline;  // last line that can still decide it
+    std::string text;
+    bool confirmed;
+    bool downgraded;
+  };
+  struct SequenceProgress {
+    uint32_t next_step = 0;
+    uint64_t start_line = 0;
+    std::string start_text;
+  };
+
+  void ProcessLine(uint64_t line_number, std::string_view text,
+                   std::span<const PatternSet::Hit> hits);
+  void Trigger(uint32_t rule, uint64_t line_number, std::string_view text);
+  void AdvanceSequence(uint32_t sequence, uint32_t step_mask, uint64_t line_number,
+                       std::string_view text);
+  bool SeenWithin(std::span<const uint32_t> patterns, uint64_t line, int window) const;
+  bool IsDecided(const Pending& p) const;
+  // Reports `p` with what is known now; `text` is its hit line.
+  void Settle(const Pending& p, std::string_view text);
+  void SettleExpired(uint64_t line_number);
+  void Emit(uint32_t rule, Severity severity, uint64_t line_number, std::string_view text);
+
+  const std::shared_ptr<const RuleSet> rules_;
+  FindingSink* const sink_;
+
+  uint64_t lines_seen_ = 0;
+  std::vector<PatternSet::Hit> hits_;
+  std::vector<uint64_t> last_seen_;  // per pattern: last line it matched, 0 = never
+  std::vector<uint64_t> last_triggered_;  // per rule: last line that raised it, 0 = never
+  std::deque<Pending> pending_;
+  std::vector<SequenceProgress> sequences_;
+  std::vector<uint32_t> sequence_masks_;  // per sequence: steps matched on the current line
+  std::vector<uint32_t> touched_sequences_;
+  std::vector<std::string> label_values_;
+};
+
+}  // namespace faultline
+
+#endif  // FAULTLINE_MATCH_STREAM_MATCHER_H_

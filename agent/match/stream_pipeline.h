@@ -1,0 +1,51 @@
+// StreamPipeline: bytes of one stream in, findings out. It owns the stream's LineFramer,
+// LineBatch and StreamMatcher and decides when a batch is big enough to match.
+//
+// Lines are matched in batches of about kBatchBytes, because one multi-pattern pass over a batch
+// is far cheaper than one per line; a caller that must not hold lines back (a daemon whose file
+// went quiet) calls Drain() to match what is batched now. Counts lines and bytes for metrics.
+// Not thread-safe; one per stream. The RuleSet, the sink and the scratch must outlive it.
+#ifndef FAULTLINE_MATCH_STREAM_PIPELINE_H_
+#define FAULTLINE_MATCH_STREAM_PIPELINE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "agent/framing/line_batch.h"
+#include "agent/framing/line_framer.h"
+#include "agent/match/stream_matcher.h"
+
+namespace faultline {
+
+class StreamPipeline {
+ public:
+  // Large enough to amortise a scan call, small enough to stay in L2 cache.
+  static constexpr size_t kBatchBytes = 256 * 1024;
+
+  StreamPipeline(std::shared_ptr<const RuleSet> rules, FindingSink* sink, MatchScratch* scratch,
+                 size_t max_line_bytes);
+
+  // Frames `bytes`; matches whenever a full batch is ready.
+  void Feed(std::string_view bytes);
+  // Matches the lines framed so far (a partial line stays in the framer).
+  void Drain();
+  // End of input: the partial line becomes a line, everything is matched, pending context settles.
+  void Finish();
+  // The stream is quiet: match what is framed and settle pending context.
+  void SettlePending();
+
+  uint64_t lines() const { return matcher_.lines_seen() + batch_.size(); }
+  uint64_t truncated_lines() const { return framer_.truncated_lines(); }
+  bool has_pending() const { return matcher_.has_pending() || !batch_.empty(); }
+
+ private:
+  LineFramer framer_;
+  LineBatch batch_;
+  StreamMatcher matcher_;
+  MatchScratch* const scratch_;
+};
+
+}  // namespace faultline
+
+#endif  // FAULTLINE_MATCH_STREAM_PIPELINE_H_

@@ -1,0 +1,147 @@
+#include "tests/integration/process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "agent/core/asio.h"
+
+namespace faultline::testing {
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<char*> Argv(const std::vector<std::string>& args, std::vector<std::string>& storage) {
+  storage.clear();
+  storage.push_back(FAULTLINE_BINARY);
+  storage.insert(storage.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& s : storage) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  return argv;
+}
+
+}  // namespace
+
+std::string TempDir(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("faultline_it_" + name + "_" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+Completed RunFaultline(const std::vector<std::string>& args, const std::string& stdin_text) {
+  const std::string dir = TempDir("run");
+  const std::string in_path = dir + "/stdin";
+  const std::string out_path = dir + "/stdout";
+  const std::string err_path = dir + "/stderr";
+  std::ofstream(in_path, std::ios::binary) << stdin_text;
+  std::vector<std::string> storage;
+  std::vector<char*> argv = Argv(args, storage);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int in = open(in_path.c_str(), O_RDONLY);
+    const int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(in, 0);
+    dup2(out, 1);
+    dup2(err, 2);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  Completed c;
+  c.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  c.out = ReadFile(out_path);
+  c.err = ReadFile(err_path);
+  std::filesystem::remove_all(dir);
+  return c;
+}
+
+Daemon::Daemon(const std::vector<std::string>& args) {
+  stderr_path_ = TempDir("daemon") + "/stderr";
+  std::vector<std::string> storage;
+  std::vector<char*> argv = Argv(args, storage);
+  pid_ = fork();
+  if (pid_ == 0) {
+    const int err = open(stderr_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int null = open("/dev/null", O_RDWR);
+    dup2(null, 0);
+    dup2(err, 1);
+    dup2(err, 2);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+}
+
+Daemon::~Daemon() {
+  if (pid_ > 0) Stop(SIGKILL);
+}
+
+bool Daemon::running() {
+  if (pid_ <= 0) return false;
+  int status = 0;
+  return waitpid(pid_, &status, WNOHANG) == 0;
+}
+
+int Daemon::Stop(int signal) {
+  if (pid_ <= 0) return -1;
+  kill(pid_, signal);
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::string Daemon::Stderr() const { return ReadFile(stderr_path_); }
+
+int HttpGet(uint16_t port, const std::string& path, std::string* body) {
+  namespace http = beast::http;
+  try {
+    asio::io_context io;
+    asio::ip::tcp::socket socket(io);
+    socket.connect({asio::ip::make_address("127.0.0.1"), port});
+    http::request<http::empty_body> req{http::verb::get, path, 11};
+    req.set(http::field::host, "127.0.0.1");
+    http::write(socket, req);
+    beast::flat_buffer buffer;
+    http::response<http::string_body> res;
+    http::read(socket, buffer, res);
+    *body = res.body();
+    return static_cast<int>(res.result_int());
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+uint16_t FreePort() {
+  asio::io_context io;
+  asio::ip::tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
+  return acceptor.local_endpoint().port();
+}
+
+bool Eventually(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto backoff = std::chrono::milliseconds(5);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(100));
+  }
+  return true;
+}
+
+}  // namespace faultline::testing

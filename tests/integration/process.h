@@ -1,0 +1,54 @@
+// Test helpers that drive the real faultline binary as a user would: run a command to completion
+// (with optional stdin) or start a daemon in the background, and fetch HTTP from it.
+#ifndef FAULTLINE_TESTS_INTEGRATION_PROCESS_H_
+#define FAULTLINE_TESTS_INTEGRATION_PROCESS_H_
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace faultline::testing {
+
+struct Completed {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs FAULTLINE_BINARY with `args`, feeding `stdin_text` on its standard input.
+Completed RunFaultline(const std::vector<std::string>& args, const std::string& stdin_text = "");
+
+// A background faultline process; killed (SIGKILL) on destruction if still running.
+class Daemon {
+ public:
+  explicit Daemon(const std::vector<std::string>& args);
+  ~Daemon();
+  // Sends `signal` and waits for exit; returns the exit status (or 128+signal).
+  int Stop(int signal);
+  std::string Stderr() const;
+  bool running();
+
+ private:
+  pid_t pid_ = -1;
+  std::string stderr_path_;
+};
+
+// GET http://127.0.0.1:port/path; returns the status (0 when the connection failed) and body.
+int HttpGet(uint16_t port, const std::string& path, std::string* body);
+
+// A TCP port that was free a moment ago.
+uint16_t FreePort();
+
+// Calls `done` until it returns true or `timeout` passes; never a fixed sleep.
+bool Eventually(const std::function<bool()>& done,
+                std::chrono::milliseconds timeout = std::chrono::seconds(20));
+
+// A fresh temporary folder for one test, removed by the caller's fixture.
+std::string TempDir(const std::string& name);
+
+}  // namespace faultline::testing
+
+#endif  // FAULTLINE_TESTS_INTEGRATION_PROCESS_H_

@@ -1,0 +1,202 @@
+// `faultline run` as a user runs it: the real binary with a config on a free port, real files
+// appended to, and /metrics polled over HTTP until the expected counts appear.
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <regex>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/integration/process.h"
+
+namespace faultline {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::Daemon;
+using testing::Eventually;
+using testing::HttpGet;
+
+constexpr char kRules[] = R"(id: t.cuda_oom
+title: CUDA out of memory
+severity: error
+category: memory
+match: ['CUDA out of memory']
+root_cause: r
+fix: f
+---
+id: t.nccl_timeout
+title: NCCL watchdog timeout
+severity: critical
+category: distributed
+match: ['Watchdog caught collective operation timeout']
+root_cause: r
+fix: f
+---
+id: t.aio
+title: aio link
+severity: error
+category: build
+match: ['LNK1181.*aio\.lib']
+context:
+  within_lines: 100
+  requires_any: ['Unable to pre-compile async_io']
+  unconfirmed_severity: warning
+root_cause: r
+fix: f
+)";
+
+// The value of the sample `series` (name and labels exactly as serialised), or -1 when absent.
+double Sample(const std::string& metrics, const std::string& series) {
+  std::istringstream in(metrics);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+  }
+  return -1;
+}
+
+class RunTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::TempDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_ + "/rules");
+    std::filesystem::create_directories(dir_ + "/logs");
+    std::ofstream(dir_ + "/rules/t.yaml") << kRules;
+    port_ = testing::FreePort();
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string WriteConfig(const std::string& start_at, int idle_flush_ms = 2000) {
+    const std::string path = dir_ + "/faultline.yaml";
+    std::ofstream(path) << "rules:\n  paths: [rules]\n  context_idle_flush_ms: " << idle_flush_ms
+                        << "\nhttp:\n  listen: 127.0.0.1:" << port_
+                        << "\nsources:\n  - id: train\n    type: file\n"
+                        << "    paths: ['logs/*.log']\n    start_at: " << start_at
+                        << "\n    poll_interval_ms: 50\n";
+    return path;
+  }
+  void Append(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ + "/logs/" + name, std::ios::app | std::ios::binary) << text << std::flush;
+  }
+  std::string Metrics() {
+    std::string body;
+    return HttpGet(port_, "/metrics", &body) == 200 ? body : "";
+  }
+  bool MetricsReach(const std::string& series, double value) {
+    return Eventually([&] { return Sample(Metrics(), series) == value; });
+  }
+
+  std::string dir_;
+  uint16_t port_ = 0;
+};
+
+constexpr char kOomError[] =
+    "faultline_signature_matches_total{severity=\"error\",signature=\"t.cuda_oom\"}";
+
+TEST_F(RunTest, CountsAppendedLinesAndServesMetrics) {
+  Append("train.log", "old: CUDA out of memory\n");  // before start, start_at: end skips it
+  Daemon agent({"run", "-c", WriteConfig("end")});
+  ASSERT_TRUE(Eventually([&] { return !Metrics().empty(); })) << agent.Stderr();
+  const std::string initial = Metrics();
+  EXPECT_EQ(0, Sample(initial, kOomError));
+  EXPECT_EQ(0, Sample(initial, "faultline_signature_matches_total{severity=\"critical\","
+                               "signature=\"t.nccl_timeout\"}"));
+  EXPECT_EQ(3, Sample(initial, "faultline_rules_loaded"));
+  EXPECT_THAT(initial, HasSubstr("faultline_build_info{version=\""));
+
+  const std::string appended =
+      "step 1\nRuntimeError: CUDA out of memory. Tried to allocate 2 GiB\nstep 2\n"
+      "[rank0]: torch.OutOfMemoryError: CUDA out of memory.\n";
+  // Wait until the tailer follows the file before appending (start_at: end).
+  ASSERT_TRUE(Eventually([&] { return agent.Stderr().find("following") != std::string::npos; }));
+  Append("train.log", appended);
+  ASSERT_TRUE(MetricsReach(kOomError, 2)) << Metrics() << agent.Stderr();
+  const std::string after = Metrics();
+  EXPECT_EQ(4, Sample(after, "faultline_lines_total{source=\"train\"}"));
+  EXPECT_EQ(static_cast<double>(appended.size()),
+            Sample(after, "faultline_bytes_total{source=\"train\"}"));
+  EXPECT_EQ(0, Sample(after, "faultline_lines_truncated_total"));
+
+  std::string health;
+  EXPECT_EQ(200, HttpGet(port_, "/healthz", &health));
+  EXPECT_EQ(0, agent.Stop(SIGTERM));
+}
+
+TEST_F(RunTest, PartialLineIsMatchedOnceCompleted) {
+  Daemon agent({"run", "-c", WriteConfig("beginning")});
+  Append("a.log", "Watchdog caught collective ");
+  ASSERT_TRUE(Eventually([&] { return !Metrics().empty(); }));
+  Append("a.log", "operation timeout: WorkNCCL(SeqNum=1)\n");
+  EXPECT_TRUE(MetricsReach("faultline_signature_matches_total{severity=\"critical\","
+                           "signature=\"t.nccl_timeout\"}",
+                           1));
+  EXPECT_EQ(0, agent.Stop(SIGINT));
+}
+
+TEST_F(RunTest, TruncatedAndRotatedFilesKeepBeingCounted) {
+  Append("a.log", "CUDA out of memory\n");
+  Daemon agent({"run", "-c", WriteConfig("beginning")});
+  ASSERT_TRUE(MetricsReach(kOomError, 1)) << agent.Stderr();
+  // copytruncate: the file is emptied and the writer goes on from the start.
+  std::filesystem::resize_file(dir_ + "/logs/a.log", 0);
+  Append("a.log", "epoch 2\nCUDA out of memory\n");
+  ASSERT_TRUE(MetricsReach(kOomError, 2)) << agent.Stderr();
+  std::filesystem::rename(dir_ + "/logs/a.log", dir_ + "/logs/a.log.1");
+  Append("a.log", "x\nCUDA out of memory\n");
+  ASSERT_TRUE(MetricsReach(kOomError, 3)) << agent.Stderr();
+  EXPECT_TRUE(agent.running());
+  EXPECT_EQ(0, agent.Stop(SIGTERM));
+}
+
+TEST_F(RunTest, PendingContextSettlesWhenTheStreamGoesQuiet) {
+  Daemon agent({"run", "-c", WriteConfig("beginning", /*idle_flush_ms=*/200)});
+  Append("a.log", "test.c\nLINK : fatal error LNK1181: cannot open input file 'aio.lib'\n");
+  EXPECT_TRUE(MetricsReach(
+      "faultline_signature_matches_total{severity=\"warning\",signature=\"t.aio\"}", 1))
+      << Metrics();
+  Append("b.log", "LNK1181: 'aio.lib'\nAssertionError: Unable to pre-compile async_io\n");
+  EXPECT_TRUE(MetricsReach(
+      "faultline_signature_matches_total{severity=\"error\",signature=\"t.aio\"}", 1));
+  EXPECT_EQ(0, agent.Stop(SIGTERM));
+}
+
+TEST_F(RunTest, GarbageAndHugeLinesDoNotStopCounting) {
+  Daemon agent({"run", "-c", WriteConfig("beginning")});
+  std::string junk("\xff\xfe\x00\x1b[31m", 7);
+  junk += std::string(3 << 20, 'z') + "\nCUDA out of memory\n";
+  Append("a.log", junk);
+  ASSERT_TRUE(MetricsReach(kOomError, 1)) << agent.Stderr();
+  EXPECT_EQ(1, Sample(Metrics(), "faultline_lines_truncated_total"));
+  EXPECT_EQ(0, agent.Stop(SIGTERM));
+}
+
+TEST_F(RunTest, PortInUseIsAClearStartupError) {
+  Daemon first({"run", "-c", WriteConfig("end")});
+  ASSERT_TRUE(Eventually([&] { return !Metrics().empty(); }));
+  const auto second = testing::RunFaultline({"run", "-c", dir_ + "/faultline.yaml"});
+  EXPECT_EQ(2, second.exit_code);
+  EXPECT_THAT(second.err, HasSubstr("127.0.0.1:" + std::to_string(port_)));
+  first.Stop(SIGTERM);
+}
+
+TEST_F(RunTest, CheckReportsEveryConfigErrorWithFileLineAndKey) {
+  const std::string path = dir_ + "/bad.yaml";
+  std::ofstream(path) << "rules:\n  paths: [rules]\nhttp:\n  listen: 127.0.0.1:99999\n"
+                         "sources:\n  - id: x\n    type: file\n    paths: ['*.log']\n"
+                         "    start_at: middle\n    colour: red\n";
+  const auto r = testing::RunFaultline({"check", "-c", path});
+  EXPECT_EQ(2, r.exit_code);
+  EXPECT_THAT(r.err, HasSubstr(path + ":4: key 'http.listen'"));
+  EXPECT_THAT(r.err, HasSubstr(path + ":9: key 'sources[0].start_at'"));
+  EXPECT_THAT(r.err, HasSubstr(path + ":10: key 'sources[0].colour'"));
+  const auto ok = testing::RunFaultline({"check", "-c", WriteConfig("end")});
+  EXPECT_EQ(0, ok.exit_code) << ok.err;
+  EXPECT_THAT(ok.out, HasSubstr("3 rules"));
+}
+
+}  // namespace
+}  // namespace faultline

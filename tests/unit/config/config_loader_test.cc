@@ -1,0 +1,368 @@
+#include "agent/config/config_loader.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace faultline {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Pair;
+
+// Each test writes its config into a fresh folder, so relative paths resolve somewhere known.
+class ConfigLoaderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::path(::testing::TempDir()) / "config_loader_XXXXXX").string();
+    ASSERT_NE(nullptr, mkdtemp(pattern.data()));
+    dir_ = pattern;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string Write(const std::string& text, const std::string& name = "faultline.yaml") {
+    const fs::path path = dir_ / name;
+    fs::create_directories(path.parent_path());
+    std::ofstream(path) << text;
+    return path.string();
+  }
+
+  std::string In(const std::string& relative) const {
+    return (dir_ / relative).lexically_normal().string();
+  }
+
+  fs::path dir_;
+};
+
+// (line, key) of every error, in the order reported: what a user sees first when fixing a config.
+std::vector<std::pair<int, std::string>> LinesAndKeys(const ErrorList& errors) {
+  std::vector<std::pair<int, std::string>> out;
+  for (const Error& e : errors) out.emplace_back(e.line, e.key);
+  return out;
+}
+
+constexpr char kMinimal[] =
+    "sources:\n"
+    "  - id: app\n"
+    "    type: file\n"
+    "    paths: [app.log]\n";
+
+TEST_F(ConfigLoaderTest, OmittedKeysTakeTheirDefaults) {
+  const std::string path = Write(kMinimal);
+  Result<Config> result = LoadConfig(path);
+  ASSERT_TRUE(result.ok()) << FormatErrors(result.errors());
+  const Config& config = result.value();
+  EXPECT_EQ(path, config.file);
+  EXPECT_EQ(std::vector<std::string>{In("rules")}, config.rule_paths);
+  EXPECT_EQ(2000, config.context_idle_flush_ms);
+  EXPECT_EQ(std::size_t{1} << 20, config.max_line_bytes);
+  EXPECT_EQ("127.0.0.1", config.http_address);
+  EXPECT_EQ(9464, config.http_port);
+  EXPECT_EQ("info", config.log_level);
+  ASSERT_EQ(1u, config.file_sources.size());
+  const FileSourceConfig& source = config.file_sources[0];
+  EXPECT_EQ("app", source.id);
+  EXPECT_EQ(std::vector<std::string>{In("app.log")}, source.paths);
+  EXPECT_EQ(StartAt::kEnd, source.start_at);
+  EXPECT_EQ(1000, source.poll_interval_ms);
+}
+
+TEST_F(ConfigLoaderTest, EmptyFileIsAllDefaults) {
+  Result<Config> result = LoadConfig(Write(""));
+  ASSERT_TRUE(result.ok()) << FormatErrors(result.errors());
+  EXPECT_EQ(std::vector<std::string>{In("rules")}, result.value().rule_paths);
+  EXPECT_TRUE(result.value().file_sources.empty());
+}
+
+TEST_F(ConfigLoaderTest, EveryKeyIsRead) {
+  Result<Config> result = LoadConfig(Write(
+      "rules:\n"
+      "  paths: [pack_a, pack_b]\n"
+      "  context_idle_flush_ms: 500\n"
+      "framing:\n"
+      "  max_line_bytes: 4096\n"
+      "http:\n"
+      "  listen: 0.0.0.0:8080\n"
+      "log:\n"
+      "  level: debug\n"
+      "sources:\n"
+      "  - id: train.rank-0\n"
+      "    type: file\n"
+      "    paths: ['a/*.log', 'b/**/*.txt']\n"
+      "    start_at: beginning\n"
+      "    poll_interval_ms: 250\n"
+      "  - id: build\n"
+      "    type: file\n"
+      "    paths:\n"
+      "      - build.log\n"));
+  ASSERT_TRUE(result.ok()) << FormatErrors(result.errors());
+  const Config& config = result.value();
+  EXPECT_EQ((std::vector<std::string>{In("pack_a"), In("pack_b")}), config.rule_paths);
+  EXPECT_EQ(500, config.context_idle_flush_ms);
+  EXPECT_EQ(4096u, config.max_line_bytes);
+  EXPECT_EQ("0.0.0.0", config.http_address);
+  EXPECT_EQ(8080, config.http_port);
+  EXPECT_EQ("debug", config.log_level);
+  ASSERT_EQ(2u, config.file_sources.size());
+  EXPECT_EQ("train.rank-0", config.file_sources[0].id);
+  EXPECT_EQ((std::vector<std::string>{In("a/*.log"), In("b/**/*.txt")}),
+            config.file_sources[0].paths);
+  EXPECT_EQ(StartAt::kBeginning, config.file_sources[0].start_at);
+  EXPECT_EQ(250, config.file_sources[0].poll_interval_ms);
+  EXPECT_EQ("build", config.file_sources[1].id);
+  EXPECT_EQ(std::vector<std::string>{In("build.log")}, config.file_sources[1].paths);
+}
+
+TEST_F(ConfigLoaderTest, RelativePathsResolveAgainstTheConfigFolderNotTheWorkingDirectory) {
+  const std::string path = Write(
+      "rules:\n"
+      "  paths: [../rules, /opt/faultline/rules]\n"
+      "sources:\n"
+      "  - id: app\n"
+      "    type: file\n"
+      "    paths: ['../logs/*.log', /var/log/app.log]\n",
+      "config/faultline.yaml");
+  Result<Config> result = LoadConfig(path);
+  ASSERT_TRUE(result.ok()) << FormatErrors(result.errors());
+  EXPECT_EQ((std::vector<std::string>{In("rules"), "/opt/faultline/rules"}),
+            result.value().rule_paths);
+  EXPECT_EQ((std::vector<std::string>{In("logs/*.log"), "/var/log/app.log"}),
+            result.value().file_sources[0].paths);
+}
+
+TEST_F(ConfigLoaderTest, IPv6ListenAddressIsWrittenInBrackets) {
+  Result<Config> result = LoadConfig(Write("http:\n  listen: '[::1]:9999'\n"));
+  ASSERT_TRUE(result.ok()) << FormatErrors(result.errors());
+  EXPECT_EQ("::1", result.value().http_address);
+  EXPECT_EQ(9999, result.value().http_port);
+}
+
+TEST_F(ConfigLoaderTest, UnknownKeysAreErrorsAtEveryLevel) {
+  const std::string path = Write(
+      "rule:\n"                     // 1
+      "  paths: [x]\n"              // 2
+      "http:\n"                     // 3
+      "  listen: 127.0.0.1:1\n"     // 4
+      "  lisen: 127.0.0.1:2\n"      // 5
+      "sources:\n"                  // 6
+      "  - id: app\n"               // 7
+      "    type: file\n"            // 8
+      "    paths: [a.log]\n"        // 9
+      "    start: end\n");          // 10
+  Result<Config> result = LoadConfig(path);
+  ASSERT_FALSE(result.ok());
+  EXPECT_THAT(LinesAndKeys(result.errors()),
+              ElementsAre(Pair(1, "rule"), Pair(5, "http.lisen"), Pair(10, "sources[0].start")));
+  EXPECT_EQ(path, result.errors()[0].file);
+  EXPECT_THAT(result.errors()[0].message,
+              HasSubstr("unknown key; allowed here: rules, framing, http, log, sources"));
+}
+
+TEST_F(ConfigLoaderTest, BadEnumValueNamesTheKeyAndTheAllowedValues) {
+  Result<Config> result = LoadConfig(Write(
+      "log:\n"
+      "  level: verbose\n"
+      "sources:\n"
+      "  - id: app\n"
+      "    type: file\n"
+      "    paths: [a.log]\n"
+      "    start_at: middle\n"));
+  ASSERT_FALSE(result.ok());
+  EXPECT_THAT(LinesAndKeys(result.errors()),
+              ElementsAre(Pair(2, "log.level"), Pair(7, "sources[0].start_at")));
+  EXPECT_EQ("'verbose' is not one of: trace, debug, info, warn, error",
+            result.errors()[0].message);
+  EXPECT_EQ("'middle' is not one of: beginning, end", result.errors()[1].message);
+}
+
+TEST_F(ConfigLoaderTest, BadListenAddressesAreRejected) {
+  for (const char* listen : {"127.0.0.1:70000", "127.0.0.1:0", "127.0.0.1:http", "127.0.0.1",
+                             "::1:9464", ":9464", "'[::1]9464'", "'[::1:9464'"}) {
+    SCOPED_TRACE(listen);
+    Result<Config> result = LoadConfig(Write(std::string("http:\n  listen: ") + listen + "\n"));
+    ASSERT_FALSE(result.ok());
+    EXPECT_THAT(LinesAndKeys(result.errors()), ElementsAre(Pair(2, "http.listen")));
+  }
+}
+
+TEST_F(ConfigLoaderTest, PortOutOfRangeSaysWhatIsAllowed) {
+  Result<Config> result = LoadConfig(Write("http:\n  listen: 127.0.0.1:65536\n"));
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ("'127.0.0.1:65536': the port must be a number from 1 to 65535, got '65536'",
+            result.errors()[0].message);
+}
+
+TEST_F(ConfigLoaderTest, NumbersOutsideTheirRangeOrNotNumbersAreRejected) {
+  Result<Config> result = LoadConfig(Write(
+      "rules:\n"
+      "  context_idle_flush_ms: 0\n"
+      "framing:\n"
+      "  max_line_bytes: 512\n"
+      "sources:\n"
+      "  - id: a\n"
+      "    type: file\n"
+      "    paths: [a.log]\n"
+      "    poll_interval_ms: 5\n"
+      "  - id: b\n"
+      "    type: file\n"
+      "    paths: [b.log]\n"
+      "    poll_interval_ms: fast\n"));
+  ASSERT_FALSE(result.ok());
+  EXPECT_THAT(LinesAndKeys(result.errors()),
+              ElementsAre(Pair(2, "rules.context_idle_flush_ms"), Pair(4, "framing.max_line_bytes"),
+                          Pair(9, "sources[0].poll_interval_ms"),
+                          Pair(13, "sources[1].poll_interval_ms")));
+  EXPECT_EQ("must be from 1024 to 67108864, got 512", result.errors()[1].message);
+  EXPECT_EQ("expected a whole number from 10 to 60000, got 'fast'", result.errors()[3].message);
+}
+
+TEST_F(ConfigLoaderTest, MaxLineBytesAcceptsItsBounds) {
+  for (const char* value : {"1024", "67108864"}) {
+    SCOPED_TRACE(value);
+    Result<Config> result = LoadConfig(Write(std::string("framing:\n  max_line_bytes: ") + value));
+    ASSERT_TRUE(result.ok()) << FormatErrors(result.errors());
+    EXPECT_EQ(std::stoull(value), result.value().max_line_bytes);
+  }
+}
+
+TEST_F(ConfigLoaderTest, EveryErrorOfOneLoadIsReportedTogether) {
+  Result<Config> result = LoadConfig(Write(
+      "rules:\n"                          // 1
+      "  paths: []\n"                     // 2
+      "framing:\n"                        // 3
+      "  max_line_bytes: lots\n"          // 4
+      "http:\n"                           // 5
+      "  listen: 127.0.0.1:0\n"           // 6
+      "log: {level: loud}\n"              // 7
+      "sources:\n"                        // 8
+      "  - id: 'bad id'\n"                // 9
+      "    type: file\n"                  // 10
+      "    paths: [ok.log, '']\n"         // 11
+      "  - type: socket\n"                // 12
+      "    listen: 0.0.0.0:514\n"         // 13
+      "  - id: c\n"                       // 14
+      "    type: file\n"));               // 15
+  ASSERT_FALSE(result.ok());
+  EXPECT_THAT(LinesAndKeys(result.errors()),
+              ElementsAre(Pair(2, "rules.paths"), Pair(4, "framing.max_line_bytes"),
+                          Pair(6, "http.listen"), Pair(7, "log.level"), Pair(9, "sources[0].id"),
+                          Pair(11, "sources[0].paths[1]"), Pair(12, "sources[1].type"),
+                          Pair(14, "sources[2].paths")));
+  EXPECT_EQ("unknown source type 'socket'; allowed: file", result.errors()[6].message);
+  EXPECT_EQ("required key is missing", result.errors()[7].message);
+}
+
+TEST_F(ConfigLoaderTest, SourceWithoutTypeOrIdIsRejected) {
+  Result<Config> result = LoadConfig(Write(
+      "sources:\n"
+      "  - paths: [a.log]\n"
+      "    start_at: beginning\n"));
+  ASSERT_FALSE(result.ok());
+  EXPECT_THAT(LinesAndKeys(result.errors()),
+              ElementsAre(Pair(2, "sources[0].type"), Pair(2, "sources[0].id")));
+}
+
+TEST_F(ConfigLoaderTest, DuplicateSourceIdPointsAtTheFirstUse) {
+  Result<Config> result = LoadConfig(Write(
+      "sources:\n"
+      "  - {id: app, type: file, paths: [a.log]}\n"
+      "  - {id: app, type: file, paths: [b.log]}\n"));
+  ASSERT_FALSE(result.ok());
+  EXPECT_THAT(LinesAndKeys(result.errors()), ElementsAre(Pair(3, "sources[1].id")));
+  EXPECT_EQ("duplicate source id 'app'; first used on line 2", result.errors()[0].message);
+}
+
+TEST_F(ConfigLoaderTest, DuplicateKeyIsAnError) {
+  Result<Config> result = LoadConfig(Write(
+      "log:\n"
+      "  level: info\n"
+      "  level: debug\n"));
+  ASSERT_FALSE(result.ok());
+  EXPECT_THAT(LinesAndKeys(result.errors()), ElementsAre(Pair(3, "log.level")));
+  EXPECT_EQ("duplicate key; first set on line 2", result.errors()[0].message);
+}
+
+TEST_F(ConfigLoaderTest, WrongShapesAreErrors) {
+  Result<Config> result = LoadConfig(Write(
+      "rules: [a, b]\n"                  // 1
+      "http:\n"                          // 2
+      "  listen: [127.0.0.1, 9464]\n"    // 3
+      "sources:\n"                       // 4
+      "  - id: app\n"                    // 5
+      "    type: file\n"                 // 6
+      "    paths: app.log\n"             // 7
+      "  - just-a-string\n"));           // 8
+  ASSERT_FALSE(result.ok());
+  EXPECT_THAT(LinesAndKeys(result.errors()),
+              ElementsAre(Pair(1, "rules"), Pair(3, "http.listen"), Pair(7, "sources[0].paths"),
+                          Pair(8, "sources[1]")));
+  EXPECT_EQ("expected a map, got a list", result.errors()[0].message);
+  EXPECT_EQ("expected a list, got a single value", result.errors()[2].message);
+}
+
+TEST_F(ConfigLoaderTest, TopLevelMustBeAMap) {
+  Result<Config> result = LoadConfig(Write("- rules\n- http\n"));
+  ASSERT_FALSE(result.ok());
+  EXPECT_THAT(LinesAndKeys(result.errors()), ElementsAre(Pair(1, "")));
+}
+
+TEST_F(ConfigLoaderTest, YamlSyntaxErrorHasFileAndLine) {
+  const std::string path = Write(
+      "log:\n"
+      "  level: info\n"
+      "http:\n"
+      "  listen: [127.0.0.1:9464\n"
+      "sources: []\n");
+  Result<Config> result = LoadConfig(path);
+  ASSERT_FALSE(result.ok());
+  ASSERT_EQ(1u, result.errors().size());
+  EXPECT_EQ(path, result.errors()[0].file);
+  EXPECT_EQ(5, result.errors()[0].line);  // where yaml-cpp notices the unclosed flow sequence
+  EXPECT_THAT(result.errors()[0].message, HasSubstr("invalid YAML"));
+}
+
+TEST_F(ConfigLoaderTest, MissingFileIsNamed) {
+  const std::string path = (dir_ / "nope.yaml").string();
+  Result<Config> result = LoadConfig(path);
+  ASSERT_FALSE(result.ok());
+  ASSERT_EQ(1u, result.errors().size());
+  EXPECT_EQ(path, result.errors()[0].file);
+  EXPECT_THAT(result.errors()[0].ToString(), HasSubstr("nope.yaml"));
+  EXPECT_THAT(result.errors()[0].message, HasSubstr("No such file or directory"));
+}
+
+TEST_F(ConfigLoaderTest, DirectoryIsNotAConfigFile) {
+  Result<Config> result = LoadConfig(dir_.string());
+  ASSERT_FALSE(result.ok());
+  EXPECT_THAT(result.errors()[0].message, HasSubstr("is a directory"));
+}
+
+// The config the README runs must stay loadable and mean what its comments say.
+TEST(ShippedConfigTest, DefaultConfigLoadsAndPointsIntoTheRepository) {
+  const fs::path source_dir = FAULTLINE_SOURCE_DIR;
+  Result<Config> result = LoadConfig((source_dir / "config" / "faultline.yaml").string());
+  ASSERT_TRUE(result.ok()) << FormatErrors(result.errors());
+  const Config& config = result.value();
+  EXPECT_EQ(std::vector<std::string>{(source_dir / "rules").lexically_normal().string()},
+            config.rule_paths);
+  EXPECT_EQ("127.0.0.1", config.http_address);
+  EXPECT_EQ(9464, config.http_port);
+  ASSERT_EQ(1u, config.file_sources.size());
+  const FileSourceConfig& source = config.file_sources[0];
+  EXPECT_EQ("examples", source.id);
+  EXPECT_EQ(std::vector<std::string>{
+                (source_dir / "examples" / "logs" / "*.log").lexically_normal().string()},
+            source.paths);
+  EXPECT_EQ(StartAt::kBeginning, source.start_at);
+}
+
+}  // namespace
+}  // namespace faultline

@@ -1,0 +1,117 @@
+#include "agent/framing/line_framer.h"
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace faultline {
+namespace {
+
+std::vector<std::string> Lines(const LineBatch& batch) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < batch.size(); ++i) out.emplace_back(batch.line(i));
+  return out;
+}
+
+std::vector<std::string> Frame(const std::vector<std::string>& chunks, size_t max = 1 << 20) {
+  LineFramer framer(max);
+  LineBatch batch;
+  for (const auto& c : chunks) framer.Feed(c, batch);
+  framer.Finish(batch);
+  return Lines(batch);
+}
+
+using Strings = std::vector<std::string>;
+
+TEST(LineFramer, SplitsAtNewline) {
+  EXPECT_EQ((Strings{"a", "bc", ""}), Frame({"a\nbc\n\n"}));
+}
+
+TEST(LineFramer, CrLfIsOneTerminator) {
+  EXPECT_EQ((Strings{"a", "b"}), Frame({"a\r\nb\r\n"}));
+}
+
+TEST(LineFramer, CrLfSplitAcrossReadsIsOneTerminator) {
+  EXPECT_EQ((Strings{"a", "b"}), Frame({"a\r", "\nb\n"}));
+}
+
+TEST(LineFramer, BareCrEndsAProgressBarRedraw) {
+  EXPECT_EQ((Strings{" 10%|#  |", " 20%|## |", "RuntimeError: CUDA out of memory."}),
+            Frame({" 10%|#  |\r 20%|## |\rRuntimeError: CUDA out of memory.\n"}));
+}
+
+TEST(LineFramer, PartialLineWaitsForItsTerminator) {
+  LineFramer framer;
+  LineBatch batch;
+  framer.Feed("hello wo", batch);
+  EXPECT_TRUE(batch.empty());
+  EXPECT_TRUE(framer.has_partial());
+  framer.Feed("rld\nnext", batch);
+  EXPECT_EQ((Strings{"hello world"}), Lines(batch));
+  framer.Finish(batch);
+  EXPECT_EQ((Strings{"hello world", "next"}), Lines(batch));
+}
+
+TEST(LineFramer, StripsAnsiColour) {
+  EXPECT_EQ((Strings{"error: failed"}), Frame({"\x1b[1;31merror\x1b[0m: failed\n"}));
+}
+
+TEST(LineFramer, StripsAnsiSplitAcrossReads) {
+  EXPECT_EQ((Strings{"error: x"}), Frame({"\x1b[3", "1merror\x1b[0m: x\n"}));
+}
+
+TEST(LineFramer, LongLineIsCutAndTheRestSkipped) {
+  LineFramer framer(8);
+  LineBatch batch;
+  framer.Feed("0123456789abcdef\nshort\n", batch);
+  EXPECT_EQ((Strings{"01234567", "short"}), Lines(batch));
+  EXPECT_EQ(1u, framer.truncated_lines());
+}
+
+TEST(LineFramer, LongLineAcrossManyReadsStaysBounded) {
+  LineFramer framer(16);
+  LineBatch batch;
+  for (int i = 0; i < 1000; ++i) framer.Feed("xxxxxxxxxx", batch);
+  framer.Feed("yy\nafter\n", batch);
+  EXPECT_EQ((Strings{"xxxxxxxxxxxxxxxx", "after"}), Lines(batch));
+  EXPECT_EQ(1u, framer.truncated_lines());
+}
+
+TEST(LineFramer, LineOfExactlyMaxBytesIsNotTruncated) {
+  LineFramer framer(4);
+  LineBatch batch;
+  framer.Feed("ab", batch);
+  framer.Feed("cd\n", batch);
+  framer.Feed("efgh\n", batch);
+  EXPECT_EQ((Strings{"abcd", "efgh"}), Lines(batch));
+  EXPECT_EQ(0u, framer.truncated_lines());
+}
+
+TEST(LineFramer, InvalidUtf8PassesThroughAsBytes) {
+  EXPECT_EQ((Strings{"bad \xff\xfe byte"}), Frame({"bad \xff\xfe byte\n"}));
+}
+
+TEST(LineFramer, NulBytesDoNotEndALine) {
+  const std::string with_nul("a\0b\n", 4);
+  EXPECT_EQ((Strings{std::string("a\0b", 3)}), Frame({with_nul}));
+}
+
+TEST(LineFramer, FinishWithoutPartialAddsNothing) {
+  EXPECT_EQ((Strings{"a"}), Frame({"a\n"}));
+}
+
+TEST(LineBatch, LineAtMapsOffsetsToLines) {
+  LineBatch batch;
+  batch.Append("ab");
+  batch.Append("");
+  batch.Append("cde");
+  EXPECT_EQ(0u, batch.LineAt(0));
+  EXPECT_EQ(0u, batch.LineAt(2));  // the terminator belongs to its line
+  EXPECT_EQ(1u, batch.LineAt(3));
+  EXPECT_EQ(2u, batch.LineAt(4));
+  EXPECT_EQ(2u, batch.LineAt(7));
+}
+
+}  // namespace
+}  // namespace faultline

@@ -1,0 +1,205 @@
+#include "agent/match/stream_matcher.h"
+
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "agent/match/rule_loader.h"
+
+namespace faultline {
+namespace {
+
+struct Seen {
+  std::string rule;
+  Severity severity;
+  uint64_t line;
+  std::string text;
+  std::vector<std::string> labels;
+  bool operator==(const Seen&) const = default;
+};
+
+void PrintTo(const Seen& s, std::ostream* os) {
+  *os << s.rule << "@" << s.line << "[" << SeverityName(s.severity) << "] " << s.text;
+}
+
+class Collect : public FindingSink {
+ public:
+  void OnFinding(const Finding& f) override {
+    seen.push_back(Seen{f.rule->id, f.severity, f.line_number, std::string(f.text),
+                        {f.label_values.begin(), f.label_values.end()}});
+  }
+  std::vector<Seen> seen;
+};
+
+std::shared_ptr<const RuleSet> Rules(const std::string& yaml) {
+  auto rules = ParseRules(yaml, "test.yaml");
+  EXPECT_TRUE(rules.ok()) << FormatErrors(rules.errors());
+  auto set = RuleSet::Compile(std::move(rules).value());
+  EXPECT_TRUE(set.ok()) << FormatErrors(set.errors());
+  return set.value();
+}
+
+// Feeds `lines` in batches of `batch_lines` and optionally flushes at the end.
+std::vector<Seen> Scan(const std::shared_ptr<const RuleSet>& rules,
+                      const std::vector<std::string>& lines, bool flush = true,
+                      size_t batch_lines = 1000) {
+  Collect sink;
+  StreamMatcher matcher(rules, &sink);
+  MatchScratch scratch(rules->patterns());
+  LineBatch batch;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    batch.Append(lines[i]);
+    if (batch.size() == batch_lines) {
+      matcher.Process(batch, scratch);
+      batch.Clear();
+    }
+  }
+  matcher.Process(batch, scratch);
+  if (flush) matcher.Flush();
+  return sink.seen;
+}
+
+constexpr char kHead[] = "title: t\ncategory: build\nroot_cause: r\nfix: f\n";
+
+std::string Rule(const std::string& body) { return std::string(kHead) + body; }
+
+TEST(StreamMatcher, EveryMatchingRuleCountsOncePerLine) {
+  auto rules = Rules(Rule("id: a.one\nseverity: error\nmatch: ['out of memory', 'memory']\n") +
+                     "---\n" + Rule("id: a.two\nseverity: warning\nmatch: ['CUDA']\n"));
+  EXPECT_THAT(Scan(rules, {"CUDA out of memory", "fine", "memory"}),
+              ::testing::ElementsAre(Seen{"a.one", Severity::kError, 1, "CUDA out of memory", {}},
+                                     Seen{"a.two", Severity::kWarning, 1, "CUDA out of memory", {}},
+                                     Seen{"a.one", Severity::kError, 3, "memory", {}}));
+}
+
+constexpr char kAio[] = R"(id: ds.aio
+severity: error
+match: ['LNK1181\b.*\baio\.lib\b']
+context:
+  within_lines: 10
+  requires_any: ['Unable to pre-compile async_io', 'DS_BUILD_OPS=1']
+  unconfirmed_severity: warning
+)";
+
+TEST(StreamMatcher, ALineMatchingSeveralPatternsOfARuleCountsOnce) {
+  auto rules = Rules(Rule("id: gpu.xid\nseverity: error\nmatch: ['NVRM: Xid', 'Xid \\(PCI', "
+                          "'fallen off the bus']\n"));
+  EXPECT_EQ(1u, Scan(rules, {"NVRM: Xid (PCI:0000:cb:00): 79, GPU has fallen off the bus."}).size());
+}
+
+TEST(StreamMatcher, RequiresAnyAfterTheHitConfirmsIt) {
+  auto rules = Rules(Rule(kAio));
+  EXPECT_THAT(Scan(rules, {"test.c", "LINK : fatal error LNK1181: 'aio.lib'", "x",
+                          "AssertionError: Unable to pre-compile async_io"},
+                  /*flush=*/false),
+              ::testing::ElementsAre(Seen{"ds.aio", Severity::kError, 2,
+                                          "LINK : fatal error LNK1181: 'aio.lib'", {}}));
+}
+
+TEST(StreamMatcher, RequiresAnyBeforeTheHitConfirmsItAtOnce) {
+  auto rules = Rules(Rule(kAio));
+  EXPECT_THAT(Scan(rules, {"DS_BUILD_OPS=1", "LNK1181 aio.lib"}, /*flush=*/false),
+              ::testing::ElementsAre(Seen{"ds.aio", Severity::kError, 2, "LNK1181 aio.lib", {}}));
+}
+
+TEST(StreamMatcher, UnconfirmedHitIsReportedAtItsLowerSeverityAtEndOfInput) {
+  auto rules = Rules(Rule(kAio));
+  EXPECT_THAT(Scan(rules, {"import deepspeed", "LNK1181 aio.lib", "training step 1"}),
+              ::testing::ElementsAre(Seen{"ds.aio", Severity::kWarning, 2, "LNK1181 aio.lib", {}}));
+}
+
+TEST(StreamMatcher, PendingHitIsNotLostWithoutFlush) {
+  // Nothing is reported before the window has passed or the stream is flushed...
+  auto rules = Rules(Rule(kAio));
+  EXPECT_TRUE(Scan(rules, {"LNK1181 aio.lib"}, /*flush=*/false).empty());
+  // ...and once the window has passed, it is, even with no further hit.
+  std::vector<std::string> lines = {"LNK1181 aio.lib"};
+  for (int i = 0; i < 20; ++i) lines.push_back("step");
+  EXPECT_THAT(Scan(rules, lines, /*flush=*/false, /*batch_lines=*/5),
+              ::testing::ElementsAre(Seen{"ds.aio", Severity::kWarning, 1, "LNK1181 aio.lib", {}}));
+}
+
+TEST(StreamMatcher, RequirementOutsideTheWindowDoesNotConfirm) {
+  auto rules = Rules(Rule(kAio));
+  std::vector<std::string> lines = {"LNK1181 aio.lib"};
+  for (int i = 0; i < 10; ++i) lines.push_back("step");
+  lines.push_back("Unable to pre-compile async_io");
+  EXPECT_EQ(Severity::kWarning, Scan(rules, lines).at(0).severity);
+}
+
+TEST(StreamMatcher, UnconfirmedHitWithoutFallbackSeverityIsDropped) {
+  auto rules = Rules(Rule("id: a.b\nseverity: error\nmatch: ['pip failed']\n"
+                          "context: {requires_any: ['deepspeed']}\n"));
+  EXPECT_TRUE(Scan(rules, {"pip failed"}).empty());
+  EXPECT_EQ(1u, Scan(rules, {"Collecting deepspeed", "pip failed"}).size());
+}
+
+TEST(StreamMatcher, DowngradeIfFollowedBy) {
+  auto rules = Rules(Rule("id: a.b\nseverity: error\nmatch: ['Building extension module cpu_adam']\n"
+                          "context:\n  within_lines: 5\n"
+                          "  downgrade_if_followed_by: ['ninja: no work to do']\n"
+                          "  downgrade_to: info\n"));
+  EXPECT_THAT(Scan(rules, {"Building extension module cpu_adam...", "ninja: no work to do."},
+                  /*flush=*/false),
+              ::testing::ElementsAre(Seen{"a.b", Severity::kInfo, 1,
+                                          "Building extension module cpu_adam...", {}}));
+  EXPECT_EQ(Severity::kError,
+            Scan(rules, {"Building extension module cpu_adam...", "FAILED: cpu_adam.o"})
+                .at(0)
+                .severity);
+}
+
+TEST(StreamMatcher, DowngradeIfPrecededBy) {
+  auto rules = Rules(Rule("id: a.b\nseverity: error\nmatch: ['grad_norm: nan']\n"
+                          "context:\n  within_lines: 3\n"
+                          "  downgrade_if_preceded_by: ['iteration 1/']\n"));
+  EXPECT_EQ(Severity::kWarning, Scan(rules, {"iteration 1/100", "grad_norm: nan"}).at(0).severity);
+  EXPECT_EQ(Severity::kError, Scan(rules, {"iteration 1/100", "a", "b", "c", "grad_norm: nan"})
+                                  .at(0)
+                                  .severity);
+}
+
+TEST(StreamMatcher, SequenceAcrossLinesIsOneFindingAtItsFirstLine) {
+  auto rules = Rules(Rule("id: gpu.bus\nseverity: critical\nmatch:\n"
+                          "  - sequence: ['NVRM: The NVIDIA GPU', 'installed in this system has',"
+                          " 'fallen off the bus']\n    within_lines: 4\n"));
+  EXPECT_THAT(Scan(rules, {"x", "NVRM: The NVIDIA GPU 0000:01:00.0",
+                          "NVRM: (PCI ID: 10de:2204) installed in this system has",
+                          "NVRM: fallen off the bus and is not responding to commands."}),
+              ::testing::ElementsAre(Seen{"gpu.bus", Severity::kCritical, 2,
+                                          "NVRM: The NVIDIA GPU 0000:01:00.0", {}}));
+}
+
+TEST(StreamMatcher, SequenceSpreadTooFarIsNoMatch) {
+  auto rules = Rules(Rule("id: a.b\nseverity: error\nmatch:\n"
+                          "  - sequence: ['first part', 'second part']\n    within_lines: 2\n"));
+  EXPECT_TRUE(Scan(rules, {"first part", "noise", "second part"}).empty());
+  EXPECT_EQ(1u, Scan(rules, {"first part", "second part"}).size());
+}
+
+TEST(StreamMatcher, SequenceSplitAcrossBatches) {
+  auto rules = Rules(Rule("id: a.b\nseverity: error\nmatch:\n"
+                          "  - sequence: ['first part', 'second part']\n"));
+  EXPECT_EQ(1u, Scan(rules, {"first part", "second part"}, true, /*batch_lines=*/1).size());
+}
+
+TEST(StreamMatcher, LabelsComeFromTheHitLine) {
+  auto rules = Rules(Rule("id: gpu.xid\nseverity: error\nmatch: ['NVRM: Xid']\n"
+                          "labels: {xid: 'Xid \\([^)]*\\): (\\d+)'}\n"));
+  auto seen = Scan(rules, {"NVRM: Xid (PCI:0000:cb:00): 79, pid=1, GPU has fallen off the bus."});
+  ASSERT_EQ(1u, seen.size());
+  EXPECT_EQ(std::vector<std::string>{"79"}, seen[0].labels);
+}
+
+TEST(StreamMatcher, LineNumbersContinueAcrossBatches) {
+  auto rules = Rules(Rule("id: a.b\nseverity: error\nmatch: ['boom']\n"));
+  auto seen = Scan(rules, {"a", "b", "c", "boom", "d", "boom"}, true, /*batch_lines=*/2);
+  ASSERT_EQ(2u, seen.size());
+  EXPECT_EQ(4u, seen[0].line);
+  EXPECT_EQ(6u, seen[1].line);
+}
+
+}  // namespace
+}  // namespace faultline

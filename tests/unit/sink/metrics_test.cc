@@ -1,0 +1,198 @@
+#include "agent/sink/metrics.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "agent/core/version.h"
+
+namespace faultline {
+namespace {
+
+using ::testing::Contains;
+using ::testing::IsSupersetOf;
+using ::testing::Not;
+
+Rule MakeRule(std::string id, Severity severity, std::vector<LabelSpec> labels = {},
+              int max_label_values = Rule::kDefaultMaxLabelValues) {
+  Rule rule;
+  rule.id = std::move(id);
+  rule.severity = severity;
+  rule.labels = std::move(labels);
+  rule.max_label_values = max_label_values;
+  return rule;
+}
+
+// The exposition as whole lines, so a test asserts exact series and values.
+std::vector<std::string> Lines(const Metrics& metrics) {
+  std::vector<std::string> lines;
+  std::istringstream in(metrics.Serialize());
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// Every series of one family (comments left out).
+std::vector<std::string> Series(const Metrics& metrics, const std::string& family) {
+  std::vector<std::string> out;
+  for (const std::string& line : Lines(metrics)) {
+    if (line.rfind(family + "{", 0) == 0 || line.rfind(family + " ", 0) == 0) out.push_back(line);
+  }
+  return out;
+}
+
+class MetricsTest : public ::testing::Test {
+ protected:
+  // Index 0: plain error rule; 1: critical rule; 2: error rule with a `lib` label, cap 2.
+  MetricsTest()
+      : rules_{MakeRule("a.b", Severity::kError), MakeRule("gpu.xid", Severity::kCritical),
+               MakeRule("build.link", Severity::kError, {{"lib", R"((\w+)\.lib)"}}, 2)},
+        metrics_(rules_) {}
+
+  void Count(uint32_t rule_index, Severity severity, std::vector<std::string> label_values = {}) {
+    Finding finding;
+    finding.rule = &rules_[rule_index];
+    finding.rule_index = rule_index;
+    finding.severity = severity;
+    finding.text = "the line";
+    finding.label_values = label_values;
+    metrics_.CountFinding(finding);
+  }
+
+  std::vector<Rule> rules_;
+  Metrics metrics_;
+};
+
+TEST_F(MetricsTest, EveryRuleStartsAtZeroUnderItsDeclaredSeverity) {
+  EXPECT_THAT(Series(metrics_, "faultline_signature_matches_total"),
+              testing::UnorderedElementsAre(
+                  R"(faultline_signature_matches_total{severity="error",signature="a.b"} 0)",
+                  R"(faultline_signature_matches_total{severity="critical",signature="gpu.xid"} 0)",
+                  R"(faultline_signature_matches_total{severity="error",signature="build.link"} 0)"));
+  EXPECT_THAT(Lines(metrics_),
+              IsSupersetOf({"# TYPE faultline_signature_matches_total counter",
+                            "# TYPE faultline_rules_loaded gauge", "faultline_rules_loaded 3"}));
+}
+
+TEST_F(MetricsTest, FindingCountsUnderItsRuleAndSeverity) {
+  Count(0, Severity::kError);
+  Count(0, Severity::kError);
+  Count(1, Severity::kCritical);
+  EXPECT_THAT(Lines(metrics_),
+              IsSupersetOf(
+                  {R"(faultline_signature_matches_total{severity="error",signature="a.b"} 2)",
+                   R"(faultline_signature_matches_total{severity="critical",signature="gpu.xid"} 1)"}));
+}
+
+TEST_F(MetricsTest, DowngradedFindingCountsUnderItsEffectiveSeverity) {
+  Count(0, Severity::kWarning);
+  EXPECT_THAT(Lines(metrics_),
+              IsSupersetOf(
+                  {R"(faultline_signature_matches_total{severity="warning",signature="a.b"} 1)",
+                   R"(faultline_signature_matches_total{severity="error",signature="a.b"} 0)"}));
+}
+
+TEST_F(MetricsTest, RuleLabelsBecomeExtraLabels) {
+  Count(2, Severity::kError, {"aio"});
+  EXPECT_THAT(
+      Lines(metrics_),
+      Contains(
+          R"(faultline_signature_matches_total{lib="aio",severity="error",signature="build.link"} 1)"));
+}
+
+TEST_F(MetricsTest, ValuesBeyondTheCapCountAsOverflow) {
+  for (const char* lib : {"aio", "cufile", "nccl", "aio", "mpi"}) Count(2, Severity::kError, {lib});
+  EXPECT_THAT(
+      Series(metrics_, "faultline_signature_matches_total"),
+      IsSupersetOf(
+          {R"(faultline_signature_matches_total{lib="aio",severity="error",signature="build.link"} 2)",
+           R"(faultline_signature_matches_total{lib="cufile",severity="error",signature="build.link"} 1)",
+           R"(faultline_signature_matches_total{lib="__overflow__",severity="error",signature="build.link"} 2)"}));
+  EXPECT_THAT(Lines(metrics_), Not(Contains(testing::HasSubstr(R"(lib="nccl")"))));
+}
+
+TEST_F(MetricsTest, EmptyCaptureIsUnknownAndDoesNotUseTheCap) {
+  Count(2, Severity::kError, {""});
+  Count(2, Severity::kError, {});  // fewer values than labels: treated as empty
+  Count(2, Severity::kError, {"aio"});
+  Count(2, Severity::kError, {"mpi"});
+  EXPECT_THAT(
+      Lines(metrics_),
+      IsSupersetOf(
+          {R"(faultline_signature_matches_total{lib="unknown",severity="error",signature="build.link"} 2)",
+           R"(faultline_signature_matches_total{lib="aio",severity="error",signature="build.link"} 1)",
+           R"(faultline_signature_matches_total{lib="mpi",severity="error",signature="build.link"} 1)"}));
+}
+
+TEST_F(MetricsTest, InvalidUtf8InALabelIsReplaced) {
+  Count(2, Severity::kError, {"ai\xFFo"});
+  EXPECT_THAT(
+      Lines(metrics_),
+      Contains(
+          "faultline_signature_matches_total{lib=\"ai\xEF\xBF\xBDo\",severity=\"error\","
+          "signature=\"build.link\"} 1"));
+}
+
+TEST_F(MetricsTest, LongLabelValueIsCutAtACharacterBoundary) {
+  // 127 ASCII bytes and a 2-byte character straddling the 128-byte limit.
+  const std::string value = std::string(127, 'x') + "\xC3\xA9" + "tail";
+  Count(2, Severity::kError, {value});
+  EXPECT_THAT(Lines(metrics_),
+              Contains("faultline_signature_matches_total{lib=\"" + std::string(127, 'x') +
+                       "\",severity=\"error\",signature=\"build.link\"} 1"));
+}
+
+TEST_F(MetricsTest, FindingOfAnUnknownRuleIndexIsIgnored) {
+  const std::string before = metrics_.Serialize();
+  Finding finding;
+  finding.rule_index = 99;
+  metrics_.CountFinding(finding);
+  EXPECT_EQ(before, metrics_.Serialize());
+}
+
+TEST_F(MetricsTest, SourceCountersAreCreatedOnceAndCount) {
+  Metrics::SourceCounters first = metrics_.ForSource("train");
+  Metrics::SourceCounters again = metrics_.ForSource("train");
+  EXPECT_EQ(first.lines, again.lines);
+  EXPECT_EQ(first.bytes, again.bytes);
+  first.lines->Increment(3);
+  first.bytes->Increment(120);
+  metrics_.ForSource("build");
+  EXPECT_THAT(Lines(metrics_),
+              IsSupersetOf({R"(faultline_lines_total{source="train"} 3)",
+                            R"(faultline_bytes_total{source="train"} 120)",
+                            R"(faultline_lines_total{source="build"} 0)",
+                            R"(faultline_bytes_total{source="build"} 0)"}));
+}
+
+TEST_F(MetricsTest, TruncatedLinesAreCounted) {
+  EXPECT_THAT(Lines(metrics_), Contains("faultline_lines_truncated_total 0"));
+  metrics_.AddTruncatedLines(2);
+  metrics_.AddTruncatedLines(1);
+  EXPECT_THAT(Lines(metrics_), Contains("faultline_lines_truncated_total 3"));
+}
+
+TEST_F(MetricsTest, BuildInfoCarriesTheVersion) {
+  EXPECT_THAT(Lines(metrics_),
+              Contains(std::string("faultline_build_info{version=\"") + kVersion + "\"} 1"));
+}
+
+TEST(MetricsReservedLabelTest, RuleLabelNamedLikeABuiltInLabelIsDropped) {
+  // The rule loader rejects this; Metrics must still never throw while counting.
+  std::vector<Rule> rules = {MakeRule("x.y", Severity::kError, {{"severity", "(a)"}, {"lib", "(b)"}})};
+  Metrics metrics(rules);
+  const std::vector<std::string> values = {"low", "b"};
+  Finding finding;
+  finding.rule = &rules[0];
+  finding.rule_index = 0;
+  finding.severity = Severity::kError;
+  finding.label_values = values;
+  metrics.CountFinding(finding);
+  EXPECT_THAT(Lines(metrics),
+              Contains(R"(faultline_signature_matches_total{lib="b",severity="error",signature="x.y"} 1)"));
+}
+
+}  // namespace
+}  // namespace faultline
