@@ -34,7 +34,7 @@ bool SplitRecursive(const std::string& pattern, std::string& base, std::string& 
   if (at == std::string::npos) return false;
   base = pattern.substr(0, at);
   while (!base.empty() && base.back() == '/') base.pop_back();
-  if (base.empty()) base = pattern[0] == '/' ? "/" : ".";
+  if (base.empty()) base.assign(1, pattern[0] == '/' ? '/' : '.');
   rest = pattern.substr(at);
   return true;
 }
