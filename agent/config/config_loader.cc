@@ -232,8 +232,7 @@ class ConfigParser {
       return std::nullopt;
     }
     if (value < min || value > max) {
-      AddError(LineOf(f.key), path,
-               "must be " + range + ", got " + std::to_string(value));
+      AddError(LineOf(f.key), path, "must be " + range + ", got " + std::to_string(value));
       return std::nullopt;
     }
     return value;
@@ -349,8 +348,7 @@ class ConfigParser {
   void ParseSource(const YAML::Node& node, const std::string& path,
                    std::map<std::string, int, std::less<>>* id_lines, Config* config) {
     if (!node.IsMap()) {
-      AddError(LineOf(node), path, "expected a map with id, type and paths, got " +
-                                       KindName(node));
+      AddError(LineOf(node), path, "expected a map with id, type and paths, got " + KindName(node));
       return;
     }
     // The type decides which keys are allowed, so find it before checking the rest.

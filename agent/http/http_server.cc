@@ -114,10 +114,9 @@ class HttpServer::Connection : public std::enable_shared_from_this<HttpServer::C
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(server_->options().max_header_bytes));
     stream_.expires_after(server_->options().read_timeout);
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                       self->OnRead(ec);
-                     });
+    http::async_read(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->OnRead(ec); });
   }
 
   void OnRead(beast::error_code ec) {
@@ -132,8 +131,8 @@ class HttpServer::Connection : public std::enable_shared_from_this<HttpServer::C
       return;
     }
     if (ec == http::error::unexpected_body) {
-      SendAndClose(PlainResponse(http::status::payload_too_large, 11,
-                                 "request bodies are not accepted\n"));
+      SendAndClose(
+          PlainResponse(http::status::payload_too_large, 11, "request bodies are not accepted\n"));
       return;
     }
     if (ec.category() == http::make_error_code(http::error::bad_method).category()) {
@@ -183,10 +182,9 @@ class HttpServer::Connection : public std::enable_shared_from_this<HttpServer::C
 
   void Write() {
     stream_.expires_after(server_->options().write_timeout);
-    http::async_write(stream_, response_,
-                      [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                        self->OnWrite(ec);
-                      });
+    http::async_write(
+        stream_, response_,
+        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->OnWrite(ec); });
   }
 
   void OnWrite(beast::error_code ec) {
@@ -205,23 +203,22 @@ class HttpServer::Connection : public std::enable_shared_from_this<HttpServer::C
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::empty_body>> parser_;  // a fresh one per request
-  Response response_;  // must live until its write completes
+  Response response_;       // must live until its write completes
   bool lingering_ = false;  // close after draining input, see SendAndClose
 };
 
 bool HttpServer::Impl::Listen(const std::string& address, uint16_t port, std::string* error) {
-  const std::string where = (address.find(':') != std::string::npos ? "[" + address + "]"
-                                                                     : address) +
-                            ":" + std::to_string(port);
+  const std::string where =
+      (address.find(':') != std::string::npos ? "[" + address + "]" : address) + ":" +
+      std::to_string(port);
   if (acceptor_.is_open() || stopped_) {
     *error = "cannot listen on " + where + ": the server is already listening or stopped";
     return false;
   }
   beast::error_code ec;
   tcp::resolver resolver(acceptor_.get_executor());
-  const tcp::resolver::results_type endpoints =
-      resolver.resolve(address, std::to_string(port),
-                       tcp::resolver::passive | tcp::resolver::numeric_service, ec);
+  const tcp::resolver::results_type endpoints = resolver.resolve(
+      address, std::to_string(port), tcp::resolver::passive | tcp::resolver::numeric_service, ec);
   if (ec) {
     *error = "cannot listen on " + where + ": cannot resolve '" + address + "': " + ec.message();
     return false;
@@ -264,10 +261,9 @@ void HttpServer::Impl::Stop() {
 }
 
 void HttpServer::Impl::Accept() {
-  acceptor_.async_accept(
-      [self = shared_from_this()](beast::error_code ec, tcp::socket socket) {
-        self->OnAccept(ec, std::move(socket));
-      });
+  acceptor_.async_accept([self = shared_from_this()](beast::error_code ec, tcp::socket socket) {
+    self->OnAccept(ec, std::move(socket));
+  });
 }
 
 void HttpServer::Impl::OnAccept(beast::error_code ec, tcp::socket socket) {

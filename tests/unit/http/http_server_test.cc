@@ -37,7 +37,8 @@ class HttpServerTest : public ::testing::Test {
       ++calls_;
       return HttpResponse{200, "text/plain; version=0.0.4", "up 1\n"};
     });
-    server_->Handle("/readyz", [] { return HttpResponse{503, "text/plain", "rules not loaded\n"}; });
+    server_->Handle("/readyz",
+                    [] { return HttpResponse{503, "text/plain", "rules not loaded\n"}; });
     std::string error;
     ASSERT_TRUE(server_->Listen("127.0.0.1", 0, &error)) << error;
     ASSERT_NE(0, server_->port());

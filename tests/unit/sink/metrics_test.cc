@@ -181,7 +181,8 @@ TEST_F(MetricsTest, BuildInfoCarriesTheVersion) {
 
 TEST(MetricsReservedLabelTest, RuleLabelNamedLikeABuiltInLabelIsDropped) {
   // The rule loader rejects this; Metrics must still never throw while counting.
-  std::vector<Rule> rules = {MakeRule("x.y", Severity::kError, {{"severity", "(a)"}, {"lib", "(b)"}})};
+  std::vector<Rule> rules = {
+      MakeRule("x.y", Severity::kError, {{"severity", "(a)"}, {"lib", "(b)"}})};
   Metrics metrics(rules);
   const std::vector<std::string> values = {"low", "b"};
   Finding finding;
@@ -191,7 +192,8 @@ TEST(MetricsReservedLabelTest, RuleLabelNamedLikeABuiltInLabelIsDropped) {
   finding.label_values = values;
   metrics.CountFinding(finding);
   EXPECT_THAT(Lines(metrics),
-              Contains(R"(faultline_signature_matches_total{lib="b",severity="error",signature="x.y"} 1)"));
+              Contains(R"(faultline_signature_matches_total{lib="b",severity="error",)"
+                       R"(signature="x.y"} 1)"));
 }
 
 }  // namespace
