@@ -8,7 +8,7 @@ packages=(
   libboost-dev libre2-dev prometheus-cpp-dev libspdlog-dev libyaml-cpp-dev libsqlite3-dev
   libcurl4-openssl-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
   libvectorscan-dev
-  python3 ripgrep mtail
+  python3 ripgrep mtail time
 )
 
 missing=()
