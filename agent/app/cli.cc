@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "agent/core/version.h"
+#include "agent/match/database_cache.h"
 #include "agent/match/rule_loader.h"
 
 namespace faultline {
@@ -62,7 +63,7 @@ std::shared_ptr<const RuleSet> LoadRuleSetOrReport(const std::vector<std::string
     std::cerr << "faultline: rule load failed with " << rules.errors().size() << " error(s)\n";
     return nullptr;
   }
-  Result<std::shared_ptr<const RuleSet>> set = RuleSet::Compile(std::move(rules).value());
+  Result<std::shared_ptr<const RuleSet>> set = RuleSet::Compile(std::move(rules).value(), DatabaseCache::DefaultDir());
   if (!set.ok()) {
     std::cerr << FormatErrors(set.errors());
     return nullptr;

@@ -97,8 +97,9 @@ int RunCommand(const Args& args) {
   // The agent's own log goes to stderr, as daemons' logs do under systemd and in containers.
   spdlog::set_default_logger(spdlog::stderr_color_mt("faultline"));
   spdlog::set_level(spdlog::level::from_str(config.log_level));
-  spdlog::info("faultline {} starting: {} rules ({} patterns, {} prefiltered)", kVersion,
-               rules->rules().size(), rules->patterns().size(), rules->patterns().prefiltered());
+  spdlog::info("faultline {} starting: {} rules ({} patterns, {} prefiltered, {})", kVersion,
+               rules->rules().size(), rules->patterns().size(), rules->patterns().prefiltered(),
+               rules->patterns().from_cache() ? "loaded from cache" : "compiled");
   Agent agent(std::move(config), rules);
   std::string error;
   if (!agent.Start(&error)) {

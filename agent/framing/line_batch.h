@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,6 +41,25 @@ class LineBatch {
   void Append(std::string_view line) {
     text_.append(line);
     EndLine();
+  }
+  // Appends the leading whole lines of `lines` (each ending in '\n', with no other terminator
+  // inside) in one copy, stopping before the first line longer than `max_line_bytes` and before
+  // any unterminated rest. Returns the number of bytes taken. The fast path of framing.
+  size_t AppendLines(std::string_view lines, size_t max_line_bytes) {
+    const char* const begin = lines.data();
+    const char* const end = begin + lines.size();
+    const size_t base = text_.size();
+    const char* line = begin;
+    while (line != end) {
+      const void* nl = std::memchr(line, '\n', end - line);
+      if (nl == nullptr) break;
+      const char* newline = static_cast<const char*>(nl);
+      if (static_cast<size_t>(newline - line) > max_line_bytes) break;
+      line_ends_.push_back(static_cast<uint32_t>(base + (newline - begin)));
+      line = newline + 1;
+    }
+    text_.append(begin, line - begin);
+    return static_cast<size_t>(line - begin);
   }
   // For framing that writes a line's bytes straight into buffer() and then ends it.
   std::string& buffer() { return text_; }

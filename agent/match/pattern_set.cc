@@ -44,8 +44,47 @@ RE2::Options PatternSet::Re2Options() {
   return options;
 }
 
-Result<std::unique_ptr<PatternSet>> PatternSet::Compile(
-    const std::vector<std::string>& patterns) {
+namespace {
+
+// Compiles the patterns Vectorscan can take, deciding each pattern's mode: exact first, then
+// prefilter mode for patterns it cannot take exactly, then RE2 only. Returns null when no
+// pattern is left for Vectorscan.
+hs_database_t* CompileDatabase(const std::vector<std::string>& patterns,
+                               std::vector<PatternMode>& modes) {
+  modes.assign(patterns.size(), PatternMode::kExact);
+  while (true) {
+    std::vector<const char*> expressions;
+    std::vector<unsigned> ids;
+    std::vector<unsigned> flags;
+    for (size_t i = 0; i < patterns.size(); ++i) {
+      if (modes[i] == PatternMode::kFallback) continue;
+      expressions.push_back(patterns[i].c_str());
+      ids.push_back(static_cast<unsigned>(i));
+      flags.push_back(modes[i] == PatternMode::kExact ? kExactFlags : kPrefilterFlags);
+    }
+    if (expressions.empty()) return nullptr;
+    hs_database_t* database = nullptr;
+    hs_compile_error_t* compile_error = nullptr;
+    const hs_error_t rc = hs_compile_multi(expressions.data(), flags.data(), ids.data(),
+                                           static_cast<unsigned>(expressions.size()),
+                                           HS_MODE_BLOCK, nullptr, &database, &compile_error);
+    if (rc == HS_SUCCESS) return database;
+    const int failed = compile_error != nullptr ? compile_error->expression : -1;
+    hs_free_compile_error(compile_error);
+    if (failed < 0) {
+      // Not one pattern's fault (e.g. the database is too large): match everything with RE2.
+      std::fill(modes.begin(), modes.end(), PatternMode::kFallback);
+      return nullptr;
+    }
+    PatternMode& mode = modes[ids[failed]];
+    mode = mode == PatternMode::kExact ? PatternMode::kPrefilter : PatternMode::kFallback;
+  }
+}
+
+}  // namespace
+
+Result<std::unique_ptr<PatternSet>> PatternSet::Compile(const std::vector<std::string>& patterns,
+                                                        const std::string& cache_dir) {
   std::unique_ptr<PatternSet> set(new PatternSet());
   ErrorList errors;
   for (size_t i = 0; i < patterns.size(); ++i) {
@@ -58,44 +97,17 @@ Result<std::unique_ptr<PatternSet>> PatternSet::Compile(
   }
   if (!errors.empty()) return errors;
 
-  std::vector<unsigned> flags(patterns.size(), kExactFlags);
-  std::vector<bool> excluded(patterns.size(), false);
-  while (true) {
-    std::vector<const char*> expressions;
-    std::vector<unsigned> ids;
-    std::vector<unsigned> expression_flags;
-    for (size_t i = 0; i < patterns.size(); ++i) {
-      if (excluded[i]) continue;
-      expressions.push_back(patterns[i].c_str());
-      ids.push_back(static_cast<unsigned>(i));
-      expression_flags.push_back(flags[i]);
-    }
-    if (expressions.empty()) break;
-    hs_compile_error_t* compile_error = nullptr;
-    const hs_error_t rc = hs_compile_multi(
-        expressions.data(), expression_flags.data(), ids.data(),
-        static_cast<unsigned>(expressions.size()), HS_MODE_BLOCK, nullptr, &set->database_,
-        &compile_error);
-    if (rc == HS_SUCCESS) break;
-    const int failed = compile_error != nullptr ? compile_error->expression : -1;
-    const std::string message = compile_error != nullptr ? compile_error->message : "unknown";
-    hs_free_compile_error(compile_error);
-    if (failed < 0) {
-      // Not one pattern's fault (e.g. the database is too large): match everything with RE2.
-      std::fill(excluded.begin(), excluded.end(), true);
-      break;
-    }
-    const unsigned id = ids[failed];
-    if (flags[id] == kExactFlags) {
-      flags[id] = kPrefilterFlags;
-    } else {
-      excluded[id] = true;
-    }
+  const DatabaseCache cache(cache_dir);
+  std::vector<PatternMode> modes;
+  set->from_cache_ = cache.Load(patterns, &set->database_, modes);
+  if (!set->from_cache_) {
+    set->database_ = CompileDatabase(patterns, modes);
+    cache.Store(patterns, set->database_, modes);
   }
 
   RE2::Set fallback(Re2Options(), RE2::UNANCHORED);
   for (size_t i = 0; i < patterns.size(); ++i) {
-    if (!excluded[i]) continue;
+    if (modes[i] != PatternMode::kFallback) continue;
     std::string error;
     if (fallback.Add(patterns[i], &error) < 0) {
       return Error{"", 0, "", "", "invalid pattern '" + patterns[i] + "': " + error};

@@ -5,7 +5,8 @@
 // confirmed by the pattern's own RE2 on its line, so RE2 stays the semantics of record (and
 // extracts captures where a caller wants them). A pattern Vectorscan rejects is retried in its
 // approximate prefilter mode, and if that fails too it is matched by an RE2::Set over every line:
-// slower, but never wrong. Scanning cost therefore grows with the bytes of the batch and barely
+// slower, but never wrong. Compiled databases can be cached on disk between runs
+// (database_cache.h), since compiling is the slow part of loading a large rule pack. Scanning cost therefore grows with the bytes of the batch and barely
 // with the number of patterns, and lines with no candidate cost no RE2 work at all.
 //
 // Both engines run in byte mode (RE2 Latin-1): a log line is matched as bytes whatever its
@@ -26,6 +27,7 @@
 
 #include "agent/core/result.h"
 #include "agent/framing/line_batch.h"
+#include "agent/match/database_cache.h"
 
 struct hs_database;
 struct hs_scratch;
@@ -65,7 +67,10 @@ class PatternSet {
   // How every pattern is compiled: byte (Latin-1) semantics, errors returned, not logged.
   static RE2::Options Re2Options();
 
-  static Result<std::unique_ptr<PatternSet>> Compile(const std::vector<std::string>& patterns);
+  // `cache_dir`: where compiled databases are kept between runs (database_cache.h); empty for
+  // none.
+  static Result<std::unique_ptr<PatternSet>> Compile(const std::vector<std::string>& patterns,
+                                                     const std::string& cache_dir = "");
   ~PatternSet();
 
   // Replaces `hits` with every confirmed match in `batch`, sorted by line then pattern; each pair
@@ -76,6 +81,8 @@ class PatternSet {
   const RE2& regex(uint32_t pattern) const { return *regexes_[pattern]; }
   // How many patterns the fast prefilter takes; the rest are matched line by line.
   size_t prefiltered() const { return regexes_.size() - fallback_ids_.size(); }
+  // Whether the Vectorscan database was loaded from the cache instead of compiled.
+  bool from_cache() const { return from_cache_; }
 
  private:
   PatternSet() = default;
@@ -83,6 +90,7 @@ class PatternSet {
 
   std::vector<std::unique_ptr<RE2>> regexes_;
   hs_database* database_ = nullptr;  // null when no pattern could be prefiltered
+  bool from_cache_ = false;
   std::unique_ptr<RE2::Set> fallback_set_;
   std::vector<uint32_t> fallback_ids_;  // fallback_set_ index -> pattern id
 };

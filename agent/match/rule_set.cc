@@ -5,7 +5,8 @@
 
 namespace faultline {
 
-Result<std::shared_ptr<const RuleSet>> RuleSet::Compile(std::vector<Rule> rules) {
+Result<std::shared_ptr<const RuleSet>> RuleSet::Compile(std::vector<Rule> rules,
+                                                       const std::string& cache_dir) {
   std::shared_ptr<RuleSet> set(new RuleSet());
   set->rules_ = std::move(rules);
   const size_t n = set->rules_.size();
@@ -59,7 +60,7 @@ Result<std::shared_ptr<const RuleSet>> RuleSet::Compile(std::vector<Rule> rules)
   }
   if (!errors.empty()) return errors;
 
-  Result<std::unique_ptr<PatternSet>> patterns = PatternSet::Compile(texts);
+  Result<std::unique_ptr<PatternSet>> patterns = PatternSet::Compile(texts, cache_dir);
   if (!patterns.ok()) return patterns.errors();
   set->patterns_ = std::move(patterns).value();
   return std::shared_ptr<const RuleSet>(std::move(set));

@@ -49,7 +49,9 @@ struct CompiledSequence {
 
 class RuleSet {
  public:
-  static Result<std::shared_ptr<const RuleSet>> Compile(std::vector<Rule> rules);
+  // `cache_dir`: see PatternSet::Compile.
+  static Result<std::shared_ptr<const RuleSet>> Compile(std::vector<Rule> rules,
+                                                        const std::string& cache_dir = "");
 
   const std::vector<Rule>& rules() const { return rules_; }
   const PatternSet& patterns() const { return *patterns_; }

@@ -97,6 +97,11 @@ TEST(LineFramer, NulBytesDoNotEndALine) {
   EXPECT_EQ((Strings{std::string("a\0b", 3)}), Frame({with_nul}));
 }
 
+TEST(LineFramer, PlainLinesAroundSpecialBytesKeepTheirOrder) {
+  EXPECT_EQ((Strings{"a", "b", "50%", "100%", "c", "red", "d", "0123456789ab", "e"}),
+            Frame({"a\nb\n50%\r100%\nc\n\x1b[31mred\x1b[0m\nd\n0123456789abcdef\ne\n"}, 12));
+}
+
 TEST(LineFramer, FinishWithoutPartialAddsNothing) {
   EXPECT_EQ((Strings{"a"}), Frame({"a\n"}));
 }

@@ -1,5 +1,6 @@
 #include "agent/match/pattern_set.h"
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,57 @@ TEST(PatternSet, InvalidPatternIsAnError) {
   auto set = PatternSet::Compile({"ok", "(unclosed"});
   ASSERT_FALSE(set.ok());
   EXPECT_THAT(set.errors()[0].message, ::testing::HasSubstr("(unclosed"));
+}
+
+class PatternSetCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("faultline_hs_cache_" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    std::filesystem::remove_all(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::unique_ptr<PatternSet> CompileCached(const std::vector<std::string>& patterns) {
+    auto set = PatternSet::Compile(patterns, dir_.string());
+    EXPECT_TRUE(set.ok());
+    return std::move(set).value();
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(PatternSetCacheTest, SecondCompileOfTheSamePatternsLoadsTheCachedDatabase) {
+  const std::vector<std::string> patterns = {"out of memory", R"((?U)x+y)", "LNK1181"};
+  auto first = CompileCached(patterns);
+  EXPECT_FALSE(first->from_cache());
+  auto second = CompileCached(patterns);
+  EXPECT_TRUE(second->from_cache());
+  EXPECT_EQ(first->prefiltered(), second->prefiltered());
+  const std::vector<std::string> lines = {"CUDA out of memory", "xxy", "LNK1181 x", "fine"};
+  EXPECT_EQ(MatchLines(*first, lines), MatchLines(*second, lines));
+  EXPECT_THAT(MatchLines(*second, lines), ElementsAre(Hit{0, 0}, Hit{1, 1}, Hit{2, 2}));
+}
+
+TEST_F(PatternSetCacheTest, OtherPatternsDoNotHitTheCache) {
+  CompileCached({"alpha"});
+  EXPECT_FALSE(CompileCached({"beta"})->from_cache());
+}
+
+TEST_F(PatternSetCacheTest, CorruptEntryIsRecompiledNotTrusted) {
+  CompileCached({"alpha", "beta"});
+  for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
+    std::filesystem::resize_file(entry.path(), 30);
+  }
+  auto set = CompileCached({"alpha", "beta"});
+  EXPECT_FALSE(set->from_cache());
+  EXPECT_THAT(MatchLines(*set, {"beta alpha"}), ElementsAre(Hit{0, 0}, Hit{0, 1}));
+  EXPECT_TRUE(CompileCached({"alpha", "beta"})->from_cache());
+}
+
+TEST_F(PatternSetCacheTest, UnwritableCacheFolderOnlyCostsTime) {
+  auto set = PatternSet::Compile({"alpha"}, "/proc/no/such/cache");
+  ASSERT_TRUE(set.ok());
+  EXPECT_THAT(MatchLines(*set.value(), {"alpha"}), ElementsAre(Hit{0, 0}));
 }
 
 TEST(PatternSet, EmptyBatchHasNoHits) {
