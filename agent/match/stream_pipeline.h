@@ -20,8 +20,9 @@ namespace faultline {
 
 class StreamPipeline {
  public:
-  // Large enough to amortise a scan call, small enough to stay in L2 cache.
-  static constexpr size_t kBatchBytes = 256 * 1024;
+  // Large enough to amortise a scan call, small enough that the batch stays in L2 cache while
+  // Vectorscan and RE2 read it: 64 KiB scanned fastest of 32 KiB .. 1 MiB on the CI machine.
+  static constexpr size_t kBatchBytes = 64 * 1024;
 
   StreamPipeline(std::shared_ptr<const RuleSet> rules, FindingSink* sink, MatchScratch* scratch,
                  size_t max_line_bytes);
