@@ -18,12 +18,16 @@ void ScanReport::EndFile(uint64_t lines, uint64_t truncated_lines) {
 void ScanReport::OnFinding(const Finding& finding) {
   auto [it, inserted] = entries_.try_emplace(finding.rule_index);
   Entry& e = it->second;
-  if (inserted) order_[finding.rule_index] = order_.size();
   ++e.count;
-  if (inserted || finding.severity > e.severity) {
+  const size_t file_index = files_.empty() ? 0 : files_.size() - 1;
+  // Pending context settles hits out of line order, so "first" is decided by position.
+  const bool earlier = file_index < e.first_file_index ||
+                       (file_index == e.first_file_index && finding.line_number < e.first_line);
+  if (inserted || finding.severity > e.severity || (finding.severity == e.severity && earlier)) {
     e.rule = finding.rule;
     e.severity = finding.severity;
     e.first_file = files_.empty() ? "-" : files_.back();
+    e.first_file_index = file_index;
     e.first_line = finding.line_number;
     e.first_text.assign(finding.text);
     e.first_labels.assign(finding.label_values.begin(), finding.label_values.end());
@@ -31,14 +35,15 @@ void ScanReport::OnFinding(const Finding& finding) {
 }
 
 std::vector<const ScanReport::Entry*> ScanReport::Sorted() const {
-  std::vector<std::pair<uint32_t, const Entry*>> items;
-  for (const auto& [index, entry] : entries_) items.emplace_back(index, &entry);
-  std::sort(items.begin(), items.end(), [&](const auto& a, const auto& b) {
-    if (a.second->severity != b.second->severity) return a.second->severity > b.second->severity;
-    return order_.at(a.first) < order_.at(b.first);
-  });
   std::vector<const Entry*> out;
-  for (const auto& item : items) out.push_back(item.second);
+  for (const auto& [index, entry] : entries_) out.push_back(&entry);
+  std::sort(out.begin(), out.end(), [](const Entry* a, const Entry* b) {
+    if (a->severity != b->severity) return a->severity > b->severity;
+    if (a->first_file_index != b->first_file_index) {
+      return a->first_file_index < b->first_file_index;
+    }
+    return a->first_line < b->first_line;
+  });
   return out;
 }
 

@@ -24,6 +24,7 @@ class ScanReport : public FindingSink {
     Severity severity = Severity::kInfo;  // the highest effective severity of its hits
     uint64_t count = 0;                   // lines that raised it, at any severity
     std::string first_file;               // first hit at `severity`
+    size_t first_file_index = 0;
     uint64_t first_line = 0;
     std::string first_text;
     std::vector<std::string> first_labels;
@@ -35,7 +36,7 @@ class ScanReport : public FindingSink {
 
   void OnFinding(const Finding& finding) override;
 
-  // Entries by severity (worst first), then by where they first appeared.
+  // Entries by severity (worst first), then by where in the input they first appeared.
   std::vector<const Entry*> Sorted() const;
   bool HasFailure() const;
   uint64_t lines() const { return lines_; }
@@ -50,7 +51,6 @@ class ScanReport : public FindingSink {
   uint64_t lines_ = 0;
   uint64_t truncated_lines_ = 0;
   std::map<uint32_t, Entry> entries_;  // by rule index
-  std::map<uint32_t, uint64_t> order_;  // rule index -> arrival order of its first hit
 };
 
 }  // namespace faultline

@@ -27,6 +27,17 @@ examples:
   match: ['torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB']
   no_match: ['memory fine']
 ---
+id: t.pending
+title: Needs confirmation
+severity: error
+category: build
+match: ['link failed']
+context:
+  within_lines: 10
+  requires_any: ['build aborted']
+root_cause: r
+fix: f
+---
 id: t.overflow
 title: fp16 overflow
 severity: warning
@@ -84,6 +95,19 @@ TEST_F(ScanTest, JsonReportsCountsFirstHitRootCauseAndFix) {
   EXPECT_EQ("Reduce the batch size.", oom["fix"]);
   EXPECT_EQ("t.overflow", doc["findings"][1]["signature"]);
   EXPECT_EQ("warning", doc["findings"][1]["severity"]);
+}
+
+TEST_F(ScanTest, FindingsOfOneSeverityAreOrderedByWhereTheyFirstAppear) {
+  // t.pending waits for its confirmation on line 4, so it settles after t.cuda_oom (line 2);
+  // the report still lists it first, as it came first in the log.
+  const std::string log = Write("order.log",
+                                "link failed\nCUDA out of memory. Tried to allocate 1 GiB\nx\n"
+                                "build aborted\n");
+  const auto doc = nlohmann::json::parse(RunFaultline(Scan({"--format", "json", log})).out);
+  ASSERT_EQ(2u, doc["findings"].size());
+  EXPECT_EQ("t.pending", doc["findings"][0]["signature"]);
+  EXPECT_EQ(1, doc["findings"][0]["first"]["line"]);
+  EXPECT_EQ("t.cuda_oom", doc["findings"][1]["signature"]);
 }
 
 TEST_F(ScanTest, TextReportIsForPeople) {
