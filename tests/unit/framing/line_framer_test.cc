@@ -1,5 +1,6 @@
 #include "agent/framing/line_framer.h"
 
+#include <random>
 #include <string>
 #include <vector>
 
@@ -104,6 +105,27 @@ TEST(LineFramer, PlainLinesAroundSpecialBytesKeepTheirOrder) {
 
 TEST(LineFramer, FinishWithoutPartialAddsNothing) {
   EXPECT_EQ((Strings{"a"}), Frame({"a\n"}));
+}
+
+// However a stream is cut into reads, framing yields the same lines: terminators, escape
+// sequences and over-long lines may all straddle a read boundary.
+TEST(LineFramer, ReadBoundariesNeverChangeTheLines) {
+  std::mt19937 random(20261130);
+  const std::vector<std::string> pieces = {"plain line\n", "crlf\r\n", "bar 10%\r", "bar 20%\r",
+                                           "\x1b[1;31mred\x1b[0m\n", std::string(40, 'L') + "\n",
+                                           "\xff\xfe bytes\n", "\n", "tail without newline"};
+  for (int round = 0; round < 200; ++round) {
+    std::string stream;
+    for (int i = 0; i < 30; ++i) stream += pieces[random() % pieces.size()];
+    const auto whole = Frame({stream}, 16);
+    std::vector<std::string> chunks;
+    for (size_t at = 0; at < stream.size();) {
+      const size_t n = 1 + random() % 23;
+      chunks.push_back(stream.substr(at, n));
+      at += n;
+    }
+    ASSERT_EQ(whole, Frame(chunks, 16)) << "round " << round;
+  }
 }
 
 TEST(LineBatch, LineAtMapsOffsetsToLines) {

@@ -121,6 +121,17 @@ TEST(StreamMatcher, PendingHitIsNotLostWithoutFlush) {
               ::testing::ElementsAre(Seen{"ds.aio", Severity::kWarning, 1, "LNK1181 aio.lib", {}}));
 }
 
+TEST(StreamMatcher, AFloodOfPendingHitsIsBoundedAndNoneIsLost) {
+  // A window wider than the pending cap: the oldest hits are settled early, with what is known.
+  auto rules = Rules(Rule("id: ds.aio\nseverity: error\nmatch: ['LNK1181']\n"
+                          "context:\n  within_lines: 5000\n  requires_any: ['pre-compile']\n"
+                          "  unconfirmed_severity: warning\n"));
+  std::vector<std::string> lines(StreamMatcher::kMaxPending + 500, "LNK1181 aio.lib");
+  const auto seen = Scan(rules, lines);
+  EXPECT_EQ(lines.size(), seen.size());
+  for (const Seen& s : seen) EXPECT_EQ(Severity::kWarning, s.severity);
+}
+
 TEST(StreamMatcher, RequirementOutsideTheWindowDoesNotConfirm) {
   auto rules = Rules(Rule(kAio));
   std::vector<std::string> lines = {"LNK1181 aio.lib"};
