@@ -88,6 +88,7 @@ bool Agent::Start(std::string* error) {
     options.start_at_end = source.start_at == StartAt::kEnd;
     options.poll_interval = std::chrono::milliseconds(source.poll_interval_ms);
     options.quiet_after = std::chrono::milliseconds(config_.context_idle_flush_ms);
+    options.rotate_wait = std::chrono::milliseconds(source.rotate_wait_ms);
     const Metrics::SourceCounters counters = metrics_.ForSource(source.id);
     auto tailer = std::make_unique<FileTailer>(
         io_, std::move(options), [this, counters](const std::string&) {

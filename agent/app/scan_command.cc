@@ -33,6 +33,8 @@ Exit status: 0 nothing of severity error or critical found, 1 something was, 2 u
 input error.
 )";
 
+// The config's limit too: line offsets in a batch are 32-bit, and no real log line is longer.
+constexpr unsigned long long kMaxLineBytesLimit = 64ull << 20;
 // Below this a scan finishes before a progress bar would be worth drawing.
 constexpr uint64_t kProgressMinBytes = 64ull << 20;
 
@@ -104,8 +106,9 @@ bool ParseScanArgs(const Args& args, ScanOptions& options, bool& help) {
       if (v == nullptr) return false;
       char* end = nullptr;
       const unsigned long long n = std::strtoull(v->c_str(), &end, 10);
-      if (end == v->c_str() || *end != '\0' || n == 0) {
-        std::cerr << "faultline scan: --max-line-bytes must be a positive number\n";
+      if (end == v->c_str() || *end != '\0' || n == 0 || n > kMaxLineBytesLimit) {
+        std::cerr << "faultline scan: --max-line-bytes must be a number from 1 to "
+                  << kMaxLineBytesLimit << "\n";
         return false;
       }
       options.max_line_bytes = n;

@@ -18,6 +18,7 @@ struct FileSourceConfig {
   std::vector<std::string> paths;  // file paths or globs (`*`, `?`, `[...]`, `**`), absolute
   StartAt start_at = StartAt::kEnd;  // for files present at start; new files are read whole
   int poll_interval_ms = 1000;       // fallback wake-up when inotify says nothing
+  int rotate_wait_ms = 60000;        // a rotated-away file is read until quiet this long
 };
 
 struct Config {

@@ -31,6 +31,9 @@ constexpr int64_t kMaxMaxLineBytes = int64_t{64} << 20;
 // than 10 ms burns CPU for nothing, slower than a minute makes a live log look dead.
 constexpr int64_t kMinPollIntervalMs = 10;
 constexpr int64_t kMaxPollIntervalMs = 60000;
+// A rotated file stays open this long after its last write, for writers that reopen late.
+constexpr int64_t kMinRotateWaitMs = 100;
+constexpr int64_t kMaxRotateWaitMs = 24 * 3600 * 1000;
 constexpr int64_t kMaxIntMs = INT32_MAX;
 
 // One `key: value` of a YAML map, with the nodes kept for their line numbers.
@@ -378,7 +381,8 @@ class ConfigParser {
     bool has_id = false;
     bool has_paths = false;
     for (const Field& f :
-         Fields(node, path, {"id", "type", "paths", "start_at", "poll_interval_ms"})) {
+         Fields(node, path,
+                {"id", "type", "paths", "start_at", "poll_interval_ms", "rotate_wait_ms"})) {
       const std::string key = Join(path, f.name);
       if (f.name == "id") {
         has_id = true;
@@ -413,6 +417,12 @@ class ConfigParser {
       } else if (f.name == "poll_interval_ms") {
         if (auto v = Integer(f, key, kMinPollIntervalMs, kMaxPollIntervalMs)) {
           source.poll_interval_ms = static_cast<int>(*v);
+        } else {
+          ok = false;
+        }
+      } else if (f.name == "rotate_wait_ms") {
+        if (auto v = Integer(f, key, kMinRotateWaitMs, kMaxRotateWaitMs)) {
+          source.rotate_wait_ms = static_cast<int>(*v);
         } else {
           ok = false;
         }

@@ -6,17 +6,31 @@
 #include "agent/framing/ansi.h"
 
 namespace faultline {
-namespace {
 
-// First "\n" or "\r" in [p, end), or end.
-const char* FindTerminator(const char* p, const char* end) {
-  const void* nl = std::memchr(p, '\n', end - p);
-  const char* limit = nl ? static_cast<const char*>(nl) : end;
-  const void* cr = std::memchr(p, '\r', limit - p);
-  return cr ? static_cast<const char*>(cr) : limit;
-}
+// Where the next "\n", "\r" and ESC are in one Feed call's bytes. Each is searched again only
+// once the read position has passed it, so a log with a "\r" or a colour code on every line costs
+// one pass over the bytes, not one pass per line.
+class LineFramer::NextBytes {
+ public:
+  explicit NextBytes(const char* end) : end_(end) {}
+  const char* Newline(const char* p) { return Find(newline_, '\n', p); }
+  const char* CarriageReturn(const char* p) { return Find(carriage_return_, '\r', p); }
+  const char* Escape(const char* p) { return Find(escape_, kEscape, p); }
 
-}  // namespace
+ private:
+  const char* Find(const char*& cached, char c, const char* p) {
+    if (cached == nullptr || cached < p) {
+      const void* found = std::memchr(p, c, end_ - p);
+      cached = found != nullptr ? static_cast<const char*>(found) : end_;
+    }
+    return cached;
+  }
+
+  const char* const end_;
+  const char* newline_ = nullptr;
+  const char* carriage_return_ = nullptr;
+  const char* escape_ = nullptr;
+};
 
 LineFramer::LineFramer(size_t max_line_bytes)
     : max_line_bytes_(std::max<size_t>(max_line_bytes, 1)) {}
@@ -47,11 +61,8 @@ void LineFramer::AppendPartial(std::string_view bytes, LineBatch& batch) {
 
 // Most logs are plain "\n"-terminated lines: take every such line up to the first byte that needs
 // care ("\r", ESC, an over-long line, an unterminated rest) with one copy and one memchr per line.
-const char* LineFramer::FeedPlainLines(const char* p, const char* end, LineBatch& batch) {
-  const void* cr = std::memchr(p, '\r', end - p);
-  const char* limit = cr ? static_cast<const char*>(cr) : end;
-  const void* esc = std::memchr(p, kEscape, limit - p);
-  if (esc != nullptr) limit = static_cast<const char*>(esc);
+const char* LineFramer::FeedPlainLines(const char* p, NextBytes& next, LineBatch& batch) {
+  const char* limit = std::min(next.CarriageReturn(p), next.Escape(p));
   return p + batch.AppendLines(std::string_view(p, limit - p), max_line_bytes_);
 }
 
@@ -60,12 +71,13 @@ void LineFramer::Feed(std::string_view bytes, LineBatch& batch) {
   const char* const end = p + bytes.size();
   if (p != end && after_cr_ && *p == '\n') ++p;  // the "\n" of a "\r\n" split across reads
   after_cr_ = false;
+  NextBytes next(end);
   while (p != end) {
     if (partial_.empty() && !skipping_) {
-      p = FeedPlainLines(p, end, batch);
+      p = FeedPlainLines(p, next, batch);
       if (p == end) return;
     }
-    const char* term = FindTerminator(p, end);
+    const char* term = std::min(next.Newline(p), next.CarriageReturn(p));
     if (term == end) {
       AppendPartial(std::string_view(p, end - p), batch);
       return;

@@ -38,7 +38,8 @@ class LineFramer {
   uint64_t truncated_lines() const { return truncated_lines_; }
 
  private:
-  const char* FeedPlainLines(const char* p, const char* end, LineBatch& batch);
+  class NextBytes;
+  const char* FeedPlainLines(const char* p, NextBytes& next, LineBatch& batch);
   void EmitLine(std::string_view raw, LineBatch& batch);
   void AppendPartial(std::string_view bytes, LineBatch& batch);
 

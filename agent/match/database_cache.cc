@@ -16,7 +16,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr char kMagic[] = "faultline-hs-cache-1\n";
+constexpr char kMagic[] = "faultline-hs-cache-2\n";
+
+// The patterns an entry was compiled from, stored in it so that a hash collision or a foreign
+// file can never pass for this pattern set.
+std::string PatternBlock(const std::vector<std::string>& patterns) {
+  std::string block;
+  for (const std::string& p : patterns) block.append(p).push_back('\0');
+  return block;
+}
 
 // FNV-1a: stable across builds and machines, unlike std::hash.
 uint64_t Fnv1a(uint64_t hash, const void* data, size_t size) {
@@ -58,8 +66,10 @@ bool DatabaseCache::Load(const std::vector<std::string>& patterns, hs_database**
   std::ifstream in(PathFor(patterns), std::ios::binary);
   if (!in) return false;
   const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t header = sizeof kMagic - 1;
-  if (data.size() < header + patterns.size() || data.compare(0, header, kMagic) != 0) {
+  const std::string block = PatternBlock(patterns);
+  const size_t header = sizeof kMagic - 1 + block.size();
+  if (data.size() < header + patterns.size() || data.compare(0, sizeof kMagic - 1, kMagic) != 0 ||
+      data.compare(sizeof kMagic - 1, block.size(), block) != 0) {
     return false;
   }
   modes.clear();
@@ -81,7 +91,9 @@ void DatabaseCache::Store(const std::vector<std::string>& patterns, const hs_dat
                           const std::vector<PatternMode>& modes) const {
   if (dir_.empty()) return;
   std::error_code ec;
-  fs::create_directories(dir_, ec);
+  if (fs::create_directories(dir_, ec)) {
+    fs::permissions(dir_, fs::perms::owner_all, ec);  // compiled rules are nobody else's business
+  }
   if (ec) return;
   char* bytes = nullptr;
   size_t length = 0;
@@ -93,6 +105,8 @@ void DatabaseCache::Store(const std::vector<std::string>& patterns, const hs_dat
   {
     std::ofstream out(temp, std::ios::binary | std::ios::trunc);
     out.write(kMagic, sizeof kMagic - 1);
+    const std::string block = PatternBlock(patterns);
+    out.write(block.data(), static_cast<std::streamsize>(block.size()));
     for (PatternMode m : modes) out.put(static_cast<char>(m));
     if (bytes != nullptr) out.write(bytes, static_cast<std::streamsize>(length));
     out.close();

@@ -4,8 +4,8 @@
 // patterns and 1.5 s for 1000 on the CI machine, far more than scanning a typical log), so
 // `faultline scan` in a CI step or an editor would pay it on every call. The compiled database is
 // therefore serialised (Vectorscan's own hs_serialize_database) under a key that hashes the
-// library version and every pattern; a later load of the same patterns deserialises it in
-// milliseconds. A cache entry also records which patterns needed prefilter mode or the RE2
+// library version and every pattern, and the entry holds the patterns themselves, checked on load;
+// a later load of the same patterns deserialises it in milliseconds. A cache entry also records which patterns needed prefilter mode or the RE2
 // fallback, so a cached load behaves exactly like a fresh compile.
 //
 // The cache is an optimisation only: any failure (no folder, unwritable, truncated or foreign

@@ -16,12 +16,14 @@ struct ScanState {
   const LineBatch* batch;
   std::vector<PatternSet::Hit>* hits;
   uint32_t* last_line_plus_one;
+  size_t pattern_count;
   size_t line;  // line of the previous report; reports come in increasing end offset
 };
 
 int OnCandidate(unsigned int id, unsigned long long /*from*/, unsigned long long to,
                 unsigned int /*flags*/, void* context) {
   auto* state = static_cast<ScanState*>(context);
+  if (id >= state->pattern_count) return 0;  // never from a database that matches this set
   const LineBatch& batch = *state->batch;
   const size_t last_byte = to == 0 ? 0 : static_cast<size_t>(to - 1);
   if (last_byte > batch.line_end(state->line) || last_byte < batch.line_begin(state->line)) {
@@ -49,9 +51,30 @@ namespace {
 // Compiles the patterns Vectorscan can take, deciding each pattern's mode: exact first, then
 // prefilter mode for patterns it cannot take exactly, then RE2 only. Returns null when no
 // pattern is left for Vectorscan.
+// Vectorscan scans a whole batch, where \A, \z and a ^ or $ with multi-line mode switched off
+// mean the batch's ends, not the line's; RE2 sees one line. Such patterns go to the RE2 fallback.
+bool AnchoredToText(const std::string& pattern) {
+  if (pattern.find("\\A") != std::string::npos || pattern.find("\\z") != std::string::npos) {
+    return true;
+  }
+  // A flag group that clears multi-line mode: (?-m), (?i-m:...), (?s-im) ...
+  for (size_t at = pattern.find("(?"); at != std::string::npos; at = pattern.find("(?", at + 2)) {
+    bool clearing = false;
+    for (size_t i = at + 2; i < pattern.size() && pattern[i] != ')' && pattern[i] != ':'; ++i) {
+      if (pattern[i] == '-') clearing = true;
+      if (pattern[i] == 'm' && clearing) return true;
+      if (std::string_view("imsU-").find(pattern[i]) == std::string_view::npos) break;
+    }
+  }
+  return false;
+}
+
 hs_database_t* CompileDatabase(const std::vector<std::string>& patterns,
                                std::vector<PatternMode>& modes) {
   modes.assign(patterns.size(), PatternMode::kExact);
+  for (size_t i = 0; i < patterns.size(); ++i) {
+    if (AnchoredToText(patterns[i])) modes[i] = PatternMode::kFallback;
+  }
   while (true) {
     std::vector<const char*> expressions;
     std::vector<unsigned> ids;
@@ -100,6 +123,17 @@ Result<std::unique_ptr<PatternSet>> PatternSet::Compile(const std::vector<std::s
   const DatabaseCache cache(cache_dir);
   std::vector<PatternMode> modes;
   set->from_cache_ = cache.Load(patterns, &set->database_, modes);
+  if (set->from_cache_ && set->database_ != nullptr) {
+    // A database this library cannot run (another CPU, for a cache on a shared disk) would
+    // silently match nothing: check it can get scratch, else compile afresh.
+    hs_scratch_t* probe = nullptr;
+    if (hs_alloc_scratch(set->database_, &probe) != HS_SUCCESS) {
+      hs_free_database(set->database_);
+      set->database_ = nullptr;
+      set->from_cache_ = false;
+    }
+    hs_free_scratch(probe);
+  }
   if (!set->from_cache_) {
     set->database_ = CompileDatabase(patterns, modes);
     cache.Store(patterns, set->database_, modes);
@@ -138,7 +172,7 @@ void PatternSet::Match(const LineBatch& batch, MatchScratch& scratch,
   if (batch.empty()) return;
   if (database_ != nullptr && scratch.hs_scratch_ != nullptr) {
     std::fill(scratch.last_line_plus_one_.begin(), scratch.last_line_plus_one_.end(), 0);
-    ScanState state{&batch, &hits, scratch.last_line_plus_one_.data(), 0};
+    ScanState state{&batch, &hits, scratch.last_line_plus_one_.data(), regexes_.size(), 0};
     const std::string_view text = batch.text();
     hs_scan(database_, text.data(), static_cast<unsigned>(text.size()), 0, scratch.hs_scratch_,
             OnCandidate, &state);

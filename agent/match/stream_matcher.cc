@@ -28,11 +28,15 @@ void StreamMatcher::Process(const LineBatch& batch, MatchScratch& scratch) {
   SettleExpired(lines_seen_ + 1);
 }
 
-void StreamMatcher::Flush() {
+void StreamMatcher::SettlePending() {
   while (!pending_.empty()) {
     Settle(pending_.front(), pending_.front().text);
     pending_.pop_front();
   }
+}
+
+void StreamMatcher::Finish() {
+  SettlePending();
   for (SequenceProgress& s : sequences_) s = SequenceProgress{};
 }
 
@@ -73,7 +77,7 @@ void StreamMatcher::ProcessLine(uint64_t line_number, std::string_view text,
   for (const PatternSet::Hit& hit : hits) {
     for (const PatternRef& ref : rules_->refs(hit.pattern)) {
       if (ref.role == PatternRole::kMatch) {
-        Trigger(ref.rule, line_number, text);
+        Trigger(ref.rule, line_number, line_number, text);
       } else if (ref.role == PatternRole::kSequenceStep) {
         if (sequence_masks_[ref.sequence] == 0) touched_sequences_.push_back(ref.sequence);
         sequence_masks_[ref.sequence] |= 1u << ref.step;
@@ -97,10 +101,11 @@ void StreamMatcher::AdvanceSequence(uint32_t sequence, uint32_t step_mask, uint6
   }
   if (progress.next_step > 0 && (step_mask & (1u << progress.next_step))) {
     if (++progress.next_step == spec.steps) {
-      const std::string start_text = std::move(progress.start_text);
-      const uint64_t start_line = progress.start_line;
+      const SequenceProgress done = std::move(progress);
       progress = SequenceProgress{};
-      Trigger(spec.rule, start_line, start_text);
+      if (!done.start_line_counted) {
+        Trigger(spec.rule, done.start_line, line_number, done.start_text);
+      }
     }
     return;
   }
@@ -108,6 +113,8 @@ void StreamMatcher::AdvanceSequence(uint32_t sequence, uint32_t step_mask, uint6
     progress.next_step = 1;
     progress.start_line = line_number;
     progress.start_text.assign(text);
+    // Single-line patterns of this line were triggered before sequences advance.
+    progress.start_line_counted = last_triggered_[spec.rule] == line_number;
   }
 }
 
@@ -120,10 +127,11 @@ bool StreamMatcher::SeenWithin(std::span<const uint32_t> patterns, uint64_t line
   return false;
 }
 
-void StreamMatcher::Trigger(uint32_t rule, uint64_t line_number, std::string_view text) {
+void StreamMatcher::Trigger(uint32_t rule, uint64_t line_number, uint64_t context_line,
+                            std::string_view text) {
   // A line counts once per rule, however many of the rule's patterns it matches.
   if (last_triggered_[rule] == line_number) return;
-  last_triggered_[rule] = line_number;
+  last_triggered_[rule] = std::max(last_triggered_[rule], line_number);
   const Rule& r = rules_->rules()[rule];
   if (!r.context) {
     Emit(rule, r.severity, line_number, text);
@@ -132,10 +140,10 @@ void StreamMatcher::Trigger(uint32_t rule, uint64_t line_number, std::string_vie
   const ContextSpec& ctx = *r.context;
   Pending p{rule,
             line_number,
-            line_number + static_cast<uint64_t>(ctx.within_lines),
+            context_line + static_cast<uint64_t>(ctx.within_lines),
             {},
-            SeenWithin(rules_->requires_any(rule), line_number, ctx.within_lines),
-            SeenWithin(rules_->preceded_by(rule), line_number, ctx.within_lines)};
+            SeenWithin(rules_->requires_any(rule), context_line, ctx.within_lines),
+            SeenWithin(rules_->preceded_by(rule), context_line, ctx.within_lines)};
   if (IsDecided(p)) {
     Settle(p, text);
     return;

@@ -9,8 +9,8 @@
 //     lowers the severity to `downgrade_to`.
 // A hit that still waits on lines after it is *pending*. It is settled, and reported, as soon as
 // the answer is known: the awaited line arrives, the window has passed (checked at every hit and
-// at the end of every batch), or Flush() is called at end of input or when the stream has been
-// quiet. So pending context never loses a finding and delays one at most by the window or the
+// at the end of every batch), or SettlePending() is called because the stream has been quiet, or
+// Finish() at end of input. So pending context never loses a finding and delays one at most by the window or the
 // owner's quiet timeout. Findings come out in the order they are settled.
 //
 // Lines with no candidate pattern cost nothing here; work is per hit. Process never throws and,
@@ -43,8 +43,11 @@ class StreamMatcher {
 
   // Matches the lines of `batch`, numbered from lines_seen() + 1.
   void Process(const LineBatch& batch, MatchScratch& scratch);
-  // Settles every pending hit now (end of input, or the stream went quiet).
-  void Flush();
+  // Settles every pending hit now: the stream has been quiet. Sequences in progress are kept (a
+  // message's next line may come after a pause).
+  void SettlePending();
+  // End of input: settles every pending hit and forgets sequences in progress.
+  void Finish();
 
   bool has_pending() const { return !pending_.empty(); }
   uint64_t lines_seen() const { return lines_seen_; }
@@ -62,11 +65,16 @@ class StreamMatcher {
     uint32_t next_step = 0;
     uint64_t start_line = 0;
     std::string start_text;
+    // The rule was already raised on the start line by a single-line pattern: completing the
+    // sequence must not count that line again.
+    bool start_line_counted = false;
   };
 
   void ProcessLine(uint64_t line_number, std::string_view text,
                    std::span<const PatternSet::Hit> hits);
-  void Trigger(uint32_t rule, uint64_t line_number, std::string_view text);
+  // A hit of `rule` reported at `line_number`. Context windows are measured from `context_line`:
+  // the hit line itself, or the line that completed a sequence.
+  void Trigger(uint32_t rule, uint64_t line_number, uint64_t context_line, std::string_view text);
   void AdvanceSequence(uint32_t sequence, uint32_t step_mask, uint64_t line_number,
                        std::string_view text);
   bool SeenWithin(std::span<const uint32_t> patterns, uint64_t line, int window) const;

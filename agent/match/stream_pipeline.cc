@@ -25,12 +25,12 @@ void StreamPipeline::Drain() {
 void StreamPipeline::Finish() {
   framer_.Finish(batch_);
   Drain();
-  matcher_.Flush();
+  matcher_.Finish();
 }
 
 void StreamPipeline::SettlePending() {
   Drain();
-  matcher_.Flush();
+  matcher_.SettlePending();
 }
 
 }  // namespace faultline

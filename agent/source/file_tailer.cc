@@ -56,6 +56,10 @@ void FileTailer::Stop() {
   if (stopped_) return;
   stopped_ = true;
   timer_.cancel();
+  // Settle what each stream holds (a last partial line, hits waiting for context) so that stopping
+  // loses no count.
+  for (auto& [path, file] : files_) file->consumer->OnEnd();
+  for (auto& file : draining_) file->consumer->OnEnd();
   if (inotify_ != nullptr) {
     boost::system::error_code ignored;
     inotify_->close(ignored);
@@ -237,10 +241,12 @@ void FileTailer::Poll(bool initial) {
     }
   }
 
-  // Paths that vanished, or that now name another file (rotation): the old file drains.
+  // Paths that vanished, or that now name another file (rotation): the old file drains. This is
+  // decided by the path itself, not by the glob result, so a file a glob walk missed once (a
+  // folder that vanished mid-walk) is not mistaken for a new one.
   for (auto it = files_.begin(); it != files_.end();) {
     struct stat st {};
-    const bool exists = present.contains(it->first) && stat(it->first.c_str(), &st) == 0;
+    const bool exists = stat(it->first.c_str(), &st) == 0;
     if (exists && st.st_dev == it->second->dev && st.st_ino == it->second->ino) {
       ++it;
       continue;
@@ -254,8 +260,26 @@ void FileTailer::Poll(bool initial) {
     it = files_.erase(it);
   }
 
+  // Files are identified by device and inode: a path naming a file already followed (a rotated
+  // file renamed to a name the glob also matches, a hard link) continues where it was.
   for (const std::string& path : present) {
     if (files_.contains(path)) continue;
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0) continue;
+    const auto same_file = [&](const std::unique_ptr<TailedFile>& f) {
+      return f->dev == st.st_dev && f->ino == st.st_ino;
+    };
+    if (std::any_of(files_.begin(), files_.end(),
+                    [&](const auto& entry) { return same_file(entry.second); })) {
+      continue;
+    }
+    if (auto it = std::find_if(draining_.begin(), draining_.end(), same_file);
+        it != draining_.end()) {
+      (*it)->path = path;
+      files_.emplace(path, std::move(*it));
+      draining_.erase(it);
+      continue;
+    }
     if (auto file = Open(path, initial && options_.start_at_end)) {
       files_.emplace(path, std::move(file));
     }
@@ -271,11 +295,12 @@ void FileTailer::Poll(bool initial) {
     TailedFile& file = **it;
     const bool file_more = ReadSome(file);
     more |= file_more;
+    CheckQuiet(file, now);
     struct stat st {};
     const bool deleted = fstat(file.fd, &st) == 0 && st.st_nlink == 0;
-    // A deleted file gets no more writes once drained; a renamed one may, for a while, from a
-    // writer that has not reopened yet, so it is kept until quiet.
-    if ((deleted && !file_more) || now - file.last_data >= options_.quiet_after) {
+    // A deleted file gets no more writes once drained; a renamed one may, from a writer that has
+    // not reopened yet, so it is kept until it has been quiet for rotate_wait.
+    if ((deleted && !file_more) || now - file.last_data >= options_.rotate_wait) {
       End(file);
       it = draining_.erase(it);
     } else {

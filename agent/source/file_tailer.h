@@ -14,8 +14,10 @@
 //   read there (a truncate followed by writes that regrow it past the old offset). The consumer's
 //   stream ends (OnEnd) and a new stream of the same path starts at offset 0.
 // - Rotated by rename (the path now names another inode): the old file keeps being read through
-//   its open descriptor until it has been quiet for quiet_after, then its stream ends; the new file
-//   at the path is read from the beginning as a new stream.
+//   its open descriptor until it has been quiet for rotate_wait (a writer may not reopen at once),
+//   then its stream ends; the new file at the path is read from the beginning as a new stream.
+// - Files are identified by device and inode, not by path: a rotated file renamed to a name the
+//   globs also match keeps its stream and offset, and is never read twice.
 // - Deleted: read to its end through the open descriptor, then its stream ends.
 // - Unreadable (permissions, vanished between glob and open): reported once, retried each poll.
 // A stream that has had no new bytes for quiet_after gets OnQuiet once (to settle pending
@@ -60,6 +62,7 @@ struct FileTailerOptions {
   bool start_at_end = true;           // for files present at Start
   std::chrono::milliseconds poll_interval{1000};
   std::chrono::milliseconds quiet_after{2000};
+  std::chrono::milliseconds rotate_wait{60000};
   size_t read_budget = 4 << 20;
 };
 
@@ -72,7 +75,7 @@ class FileTailer {
 
   // Finds the files, sets up inotify and the poll timer. inotify failing is logged, not fatal.
   void Start();
-  // Cancels the timer and inotify and closes every file; consumers are destroyed.
+  // Ends every stream (OnEnd), cancels the timer and inotify, and closes every file.
   void Stop();
 
   size_t open_files() const { return files_.size() + draining_.size(); }

@@ -49,6 +49,28 @@ bool MatchesRecursive(const std::string& rest, const std::string& relative) {
   return false;
 }
 
+// Folders deeper than this below a `**` are not searched: a guard against runaway trees.
+constexpr int kMaxDepth = 32;
+
+// Calls visit(path, is_directory, is_regular_file) for everything below `dir`, without following
+// symbolic links. A folder that cannot be read (it vanished during the walk, or is not readable)
+// is skipped; the rest of the walk goes on, so a churning tree never hides the files in it.
+template <typename Visit>
+void Walk(const fs::path& dir, const Visit& visit, int depth = 0) {
+  if (depth > kMaxDepth) return;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec);
+       !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    std::error_code type_ec;
+    const fs::file_status status = it->symlink_status(type_ec);
+    if (type_ec) continue;
+    const bool is_dir = fs::is_directory(status);
+    const bool is_file = fs::is_regular_file(it->status(type_ec)) && !type_ec;
+    visit(it->path(), is_dir, is_file);
+    if (is_dir) Walk(it->path(), visit, depth + 1);
+  }
+}
+
 }  // namespace
 
 bool HasGlobChars(const std::string& text) {
@@ -64,14 +86,12 @@ std::vector<std::string> ExpandGlob(const std::string& pattern) {
   } else {
     for (const std::string& dir : HasGlobChars(base) ? PlainGlob(base, true)
                                                      : std::vector<std::string>{base}) {
-      std::error_code ec;
-      for (auto it = fs::recursive_directory_iterator(
-               dir, fs::directory_options::skip_permission_denied, ec);
-           !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-        if (!it->is_regular_file(ec)) continue;
-        const std::string relative = fs::relative(it->path(), dir, ec).string();
-        if (MatchesRecursive(rest, relative)) out.push_back(it->path().string());
-      }
+      Walk(dir, [&](const fs::path& path, bool /*is_dir*/, bool is_file) {
+        if (!is_file) return;
+        std::error_code ec;
+        const std::string relative = fs::relative(path, dir, ec).string();
+        if (!ec && MatchesRecursive(rest, relative)) out.push_back(path.string());
+      });
     }
   }
   std::sort(out.begin(), out.end());
@@ -98,11 +118,9 @@ std::vector<std::string> GlobWatchDirs(const std::string& pattern) {
       std::error_code ec;
       if (!fs::is_directory(dir, ec)) continue;
       dirs.insert(dir);
-      for (auto it = fs::recursive_directory_iterator(
-               dir, fs::directory_options::skip_permission_denied, ec);
-           !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-        if (it->is_directory(ec)) dirs.insert(it->path().string());
-      }
+      Walk(dir, [&](const fs::path& path, bool is_dir, bool /*is_file*/) {
+        if (is_dir) dirs.insert(path.string());
+      });
     }
   }
   return {dirs.begin(), dirs.end()};

@@ -99,6 +99,7 @@ TEST_F(ConfigLoaderTest, EveryKeyIsRead) {
       "    paths: ['a/*.log', 'b/**/*.txt']\n"
       "    start_at: beginning\n"
       "    poll_interval_ms: 250\n"
+      "    rotate_wait_ms: 5000\n"
       "  - id: build\n"
       "    type: file\n"
       "    paths:\n"
@@ -117,6 +118,8 @@ TEST_F(ConfigLoaderTest, EveryKeyIsRead) {
             config.file_sources[0].paths);
   EXPECT_EQ(StartAt::kBeginning, config.file_sources[0].start_at);
   EXPECT_EQ(250, config.file_sources[0].poll_interval_ms);
+  EXPECT_EQ(5000, config.file_sources[0].rotate_wait_ms);
+  EXPECT_EQ(60000, config.file_sources[1].rotate_wait_ms);
   EXPECT_EQ("build", config.file_sources[1].id);
   EXPECT_EQ(std::vector<std::string>{In("build.log")}, config.file_sources[1].paths);
 }

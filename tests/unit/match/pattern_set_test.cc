@@ -40,6 +40,15 @@ TEST(PatternSet, AnchorsAreLineAnchors) {
               ElementsAre(Hit{0, 0}, Hit{3, 0}));
 }
 
+TEST(PatternSet, TextAnchorsMeanTheLineOnEveryLineOfTheBatch) {
+  // Vectorscan would read \A and \z as the ends of the whole batch; such patterns fall back to RE2.
+  auto set = Compile({R"(\AFATAL)", R"(BOOM\z)", R"((?i-m)^panic)", "python -m torch"});
+  EXPECT_EQ(1u, set->prefiltered());
+  EXPECT_THAT(MatchLines(*set, {"FATAL a", "x FATAL", "FATAL b", "big BOOM", "PANIC now",
+                                "python -m torch.distributed.run"}),
+              ElementsAre(Hit{0, 0}, Hit{2, 0}, Hit{3, 1}, Hit{4, 2}, Hit{5, 3}));
+}
+
 TEST(PatternSet, MatchesNeverSpanLines) {
   // \s and negated classes could cross a '\n' in the batch buffer; RE2 confirmation per line
   // rejects such candidates.
@@ -117,6 +126,21 @@ TEST_F(PatternSetCacheTest, CorruptEntryIsRecompiledNotTrusted) {
   EXPECT_FALSE(set->from_cache());
   EXPECT_THAT(MatchLines(*set, {"beta alpha"}), ElementsAre(Hit{0, 0}, Hit{0, 1}));
   EXPECT_TRUE(CompileCached({"alpha", "beta"})->from_cache());
+}
+
+TEST_F(PatternSetCacheTest, EntryOfOtherPatternsUnderThisKeyIsNotTrusted) {
+  // Simulates a hash collision or a copied file: the database of other patterns stored under the
+  // name of this pattern set.
+  CompileCached({"one", "two", "three", "four"});
+  const auto other = std::filesystem::directory_iterator(dir_)->path();
+  CompileCached({"alpha", "beta"});
+  for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
+    if (entry.path() != other) std::filesystem::copy_file(other, entry.path(),
+                                                          std::filesystem::copy_options::overwrite_existing);
+  }
+  auto set = CompileCached({"alpha", "beta"});
+  EXPECT_FALSE(set->from_cache());
+  EXPECT_THAT(MatchLines(*set, {"beta", "four"}), ElementsAre(Hit{0, 1}));
 }
 
 TEST_F(PatternSetCacheTest, UnwritableCacheFolderOnlyCostsTime) {

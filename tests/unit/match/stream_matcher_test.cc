@@ -57,7 +57,7 @@ std::vector<Seen> Scan(const std::shared_ptr<const RuleSet>& rules,
     }
   }
   matcher.Process(batch, scratch);
-  if (flush) matcher.Flush();
+  if (flush) matcher.Finish();
   return sink.seen;
 }
 
@@ -188,6 +188,42 @@ TEST(StreamMatcher, SequenceSpreadTooFarIsNoMatch) {
                           "  - sequence: ['first part', 'second part']\n    within_lines: 2\n"));
   EXPECT_TRUE(Scan(rules, {"first part", "noise", "second part"}).empty());
   EXPECT_EQ(1u, Scan(rules, {"first part", "second part"}).size());
+}
+
+TEST(StreamMatcher, LineRaisedByAPatternIsNotCountedAgainWhenItStartsASequence) {
+  auto rules = Rules(Rule("id: a.b\nseverity: error\nmatch:\n  - 'version mismatch'\n"
+                          "  - sequence: ['version mismatch', 'Pytorch binaries']\n"));
+  // Line 1 starts the sequence and is raised by the single-line pattern; line 2 raises it too;
+  // line 3 completes the sequence that started on line 1, which was counted already.
+  EXPECT_EQ(2u, Scan(rules, {"version mismatch", "version mismatch", "Pytorch binaries"}).size());
+}
+
+TEST(StreamMatcher, SequenceContextIsMeasuredFromTheLineThatCompletesIt) {
+  auto rules = Rules(Rule("id: a.b\nseverity: error\nmatch:\n"
+                          "  - sequence: ['STEP_A', 'STEP_B']\n    within_lines: 5\n"
+                          "context:\n  within_lines: 1\n  downgrade_if_followed_by: ['BENIGN']\n"));
+  EXPECT_EQ(Severity::kError, Scan(rules, {"STEP_A", "BENIGN", "STEP_B", "x", "y"}).at(0).severity);
+  EXPECT_EQ(Severity::kWarning, Scan(rules, {"STEP_A", "STEP_B", "BENIGN"}).at(0).severity);
+}
+
+TEST(StreamMatcher, SettlingPendingHitsKeepsSequencesInProgress) {
+  auto rules = Rules(Rule("id: a.seq\nseverity: error\nmatch:\n  - sequence: ['SQ_A', 'SQ_B']\n") +
+                     "---\n" +
+                     Rule("id: a.ctx\nseverity: error\nmatch: ['CTXHIT']\n"
+                          "context: {requires_any: ['never']}\n"));
+  Collect sink;
+  StreamMatcher matcher(rules, &sink);
+  MatchScratch scratch(rules->patterns());
+  LineBatch batch;
+  batch.Append("SQ_A");
+  batch.Append("CTXHIT");
+  matcher.Process(batch, scratch);
+  matcher.SettlePending();  // the stream went quiet
+  batch.Clear();
+  batch.Append("SQ_B");
+  matcher.Process(batch, scratch);
+  ASSERT_EQ(1u, sink.seen.size());
+  EXPECT_EQ("a.seq", sink.seen[0].rule);
 }
 
 TEST(StreamMatcher, SequenceSplitAcrossBatches) {

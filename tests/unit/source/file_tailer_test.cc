@@ -55,12 +55,15 @@ class FileTailerTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  std::unique_ptr<FileTailer> Tailer(bool start_at_end, int quiet_ms = 60000) {
+  std::unique_ptr<FileTailer> Tailer(bool start_at_end, int quiet_ms = 60000,
+                                     int rotate_wait_ms = 60000,
+                                     const std::string& glob = "*.log") {
     FileTailerOptions options;
-    options.patterns = {(dir_ / "*.log").string()};
+    options.patterns = {(dir_ / glob).string()};
     options.start_at_end = start_at_end;
     options.poll_interval = std::chrono::milliseconds(20);
     options.quiet_after = std::chrono::milliseconds(quiet_ms);
+    options.rotate_wait = std::chrono::milliseconds(rotate_wait_ms);
     return std::make_unique<FileTailer>(io_, options, recorder_.Factory());
   }
   void Append(const std::string& name, const std::string& text) {
@@ -132,7 +135,7 @@ TEST_F(FileTailerTest, TruncateAndRewriteToTheSameSizeIsNoticed) {
 
 TEST_F(FileTailerTest, RotationByRenameDrainsTheOldFileAndFollowsTheNew) {
   Append("app.log", "one\n");
-  auto tailer = Tailer(/*start_at_end=*/false, /*quiet_ms=*/50);
+  auto tailer = Tailer(/*start_at_end=*/false, /*quiet_ms=*/50, /*rotate_wait_ms=*/50);
   tailer->Start();
   ASSERT_TRUE(RunUntil([&] { return recorder_.All() == "one\n"; }));
   // A writer that still holds the old file appends after the rename.
@@ -145,6 +148,49 @@ TEST_F(FileTailerTest, RotationByRenameDrainsTheOldFileAndFollowsTheNew) {
            recorder_.streams[1]->bytes == "three\n" && recorder_.streams[0]->ended;
   }));
   EXPECT_EQ(1u, tailer->rotations());
+}
+
+TEST_F(FileTailerTest, RotatedFileRenamedToAMatchingNameIsNotReadTwice) {
+  Append("app.log", "one\n");
+  auto tailer = Tailer(/*start_at_end=*/false, 60000, 60000, /*glob=*/"app.log*");
+  tailer->Start();
+  ASSERT_TRUE(RunUntil([&] { return recorder_.All() == "one\n"; }));
+  std::ofstream old_writer(dir_ / "app.log", std::ios::app);
+  fs::rename(dir_ / "app.log", dir_ / "app.log.1");
+  old_writer << "two\n" << std::flush;
+  Append("app.log", "three\n");
+  ASSERT_TRUE(RunUntil([&] {
+    return recorder_.streams.size() == 2 && recorder_.streams[0]->bytes == "one\ntwo\n" &&
+           recorder_.streams[1]->bytes == "three\n";
+  }));
+  io_.run_for(std::chrono::milliseconds(200));  // several more polls
+  EXPECT_EQ(2u, recorder_.streams.size());
+  EXPECT_EQ("one\ntwo\nthree\n", recorder_.All());
+}
+
+TEST_F(FileTailerTest, RotatedFileKeepsBeingReadAfterAPauseWithinRotateWait) {
+  Append("app.log", "one\n");
+  auto tailer = Tailer(/*start_at_end=*/false, /*quiet_ms=*/20, /*rotate_wait_ms=*/60000);
+  tailer->Start();
+  ASSERT_TRUE(RunUntil([&] { return recorder_.All() == "one\n"; }));
+  std::ofstream old_writer(dir_ / "app.log", std::ios::app);
+  fs::rename(dir_ / "app.log", dir_ / "app.log.1");
+  // The old stream goes quiet (OnQuiet) but is not ended...
+  ASSERT_TRUE(RunUntil([&] { return recorder_.streams[0]->quiet >= 1; }));
+  io_.run_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(recorder_.streams[0]->ended);
+  // ...so a late write by a writer that never reopened is still read.
+  old_writer << "late\n" << std::flush;
+  ASSERT_TRUE(RunUntil([&] { return recorder_.streams[0]->bytes == "one\nlate\n"; }));
+}
+
+TEST_F(FileTailerTest, StopEndsEveryStream) {
+  Append("a.log", "partial line without newline");
+  auto tailer = Tailer(/*start_at_end=*/false);
+  tailer->Start();
+  ASSERT_TRUE(RunUntil([&] { return recorder_.All() == "partial line without newline"; }));
+  tailer->Stop();
+  EXPECT_TRUE(recorder_.streams[0]->ended);
 }
 
 TEST_F(FileTailerTest, DeletedFileIsDrainedAndEnded) {

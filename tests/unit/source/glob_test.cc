@@ -38,6 +38,15 @@ TEST_F(GlobTest, DoubleStarMatchesAnyDepthIncludingNone) {
                                                      P("top.log")));
 }
 
+TEST_F(GlobTest, UnreadableFolderIsSkippedNotTheEndOfTheWalk) {
+  fs::create_directories(root_ / "0locked");
+  fs::permissions(root_ / "0locked", fs::perms::none);
+  const auto files = ExpandGlob(P("**/*.log"));
+  fs::permissions(root_ / "0locked", fs::perms::owner_all);
+  // As root the folder may still be readable; either way the others are all found.
+  EXPECT_THAT(files, ::testing::IsSupersetOf({P("a/b/two.log"), P("a/one.log"), P("top.log")}));
+}
+
 TEST_F(GlobTest, PlainPathMatchesItself) {
   EXPECT_THAT(ExpandGlob(P("top.txt")), ElementsAre(P("top.txt")));
   EXPECT_TRUE(ExpandGlob(P("missing.log")).empty());
