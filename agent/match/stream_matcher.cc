@@ -153,6 +153,7 @@ void StreamMatcher::Trigger(uint32_t rule, uint64_t line_number, uint64_t contex
     pending_.pop_front();
   }
   p.text.assign(text);
+  earliest_deadline_ = pending_.empty() ? p.deadline : std::min(earliest_deadline_, p.deadline);
   pending_.push_back(std::move(p));
 }
 
@@ -176,12 +177,16 @@ void StreamMatcher::Settle(const Pending& p, std::string_view text) {
 }
 
 void StreamMatcher::SettleExpired(uint64_t line_number) {
-  // Deadlines grow with the hit line only per rule, so scan the whole (small) queue.
+  // Most calls find nothing expired; the earliest deadline says so without walking the queue.
+  if (pending_.empty() || line_number <= earliest_deadline_) return;
+  // Deadlines grow with the hit line only per rule, so the whole queue is walked.
+  earliest_deadline_ = UINT64_MAX;
   for (auto it = pending_.begin(); it != pending_.end();) {
     if (it->deadline < line_number) {
       Settle(*it, it->text);
       it = pending_.erase(it);
     } else {
+      earliest_deadline_ = std::min(earliest_deadline_, it->deadline);
       ++it;
     }
   }

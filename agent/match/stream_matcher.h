@@ -92,6 +92,7 @@ class StreamMatcher {
   std::vector<uint64_t> last_seen_;  // per pattern: last line it matched, 0 = never
   std::vector<uint64_t> last_triggered_;  // per rule: last line that raised it, 0 = never
   std::deque<Pending> pending_;
+  uint64_t earliest_deadline_ = 0;  // of pending_; may be stale-low, never too high
   std::vector<SequenceProgress> sequences_;
   std::vector<uint32_t> sequence_masks_;  // per sequence: steps matched on the current line
   std::vector<uint32_t> touched_sequences_;
