@@ -87,16 +87,23 @@ void FileTailer::ArmInotify() {
       asio::buffer(inotify_buffer_),
       [this, alive = alive_](const boost::system::error_code& ec, size_t n) {
         if (ec || !*alive || stopped_) return;
-        // Which file changed does not matter: a poll reads every file that grew. New folders
-        // (for `**` globs) get watches at the next timer tick.
+        // Which file changed does not matter: a poll reads every file that grew. Only when names
+        // changed (a file or folder created, renamed or deleted) must the globs be expanded again;
+        // a plain write just reads the files already followed, which stays cheap for `**` globs
+        // over large trees.
+        bool names_changed = false;
         bool dir_created = false;
         for (size_t at = 0; at + sizeof(inotify_event) <= n;) {
           const auto* event = reinterpret_cast<const inotify_event*>(&inotify_buffer_[at]);
+          if (event->mask & (IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE)) {
+            names_changed = true;
+          }
           if ((event->mask & IN_CREATE) && (event->mask & IN_ISDIR)) dir_created = true;
+          if (event->mask & IN_IGNORED) ForgetWatch(event->wd);
           at += sizeof(inotify_event) + event->len;
         }
         if (dir_created) UpdateWatches();
-        SchedulePoll();
+        SchedulePoll(names_changed);
         ArmInotify();
       });
 }
@@ -118,13 +125,26 @@ void FileTailer::UpdateWatches() {
   }
 }
 
-void FileTailer::SchedulePoll() {
+void FileTailer::ForgetWatch(int wd) {
+  // The folder was deleted (or unmounted); if it comes back, UpdateWatches watches it again.
+  for (auto it = watches_.begin(); it != watches_.end(); ++it) {
+    if (it->second == wd) {
+      watches_.erase(it);
+      return;
+    }
+  }
+}
+
+void FileTailer::SchedulePoll(bool rescan) {
+  rescan_scheduled_ |= rescan;
   if (poll_scheduled_ || stopped_) return;
   poll_scheduled_ = true;
   asio::post(io_, [this, alive = alive_] {
     if (!*alive || stopped_) return;
     poll_scheduled_ = false;
-    Poll(/*initial=*/false);
+    const bool rescan_now = rescan_scheduled_;
+    rescan_scheduled_ = false;
+    Poll(/*initial=*/false, rescan_now);
   });
 }
 
@@ -229,10 +249,10 @@ void FileTailer::End(TailedFile& file) {
   file.fd = -1;
 }
 
-void FileTailer::Poll(bool initial) {
+void FileTailer::Poll(bool initial, bool rescan) {
   if (stopped_) return;
   std::set<std::string> present;
-  for (const std::string& pattern : options_.patterns) {
+  for (const std::string& pattern : rescan ? options_.patterns : std::vector<std::string>{}) {
     if (HasGlobChars(pattern)) {
       for (std::string& path : ExpandGlob(pattern)) present.insert(std::move(path));
     } else {
@@ -307,7 +327,7 @@ void FileTailer::Poll(bool initial) {
       ++it;
     }
   }
-  if (more) SchedulePoll();
+  if (more) SchedulePoll(/*rescan=*/false);
 }
 
 }  // namespace faultline

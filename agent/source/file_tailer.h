@@ -97,8 +97,10 @@ class FileTailer {
     bool quiet_reported = false;
   };
 
-  void Poll(bool initial);
-  void SchedulePoll();
+  // Reads every followed file; with `rescan`, first expands the globs again for new files.
+  void Poll(bool initial, bool rescan = true);
+  void SchedulePoll(bool rescan);
+  void ForgetWatch(int wd);
   void ArmTimer();
   void ArmInotify();
   void UpdateWatches();
@@ -124,6 +126,7 @@ class FileTailer {
   std::set<std::string> unreadable_;  // paths already reported as unreadable
   std::string read_buffer_;
   bool poll_scheduled_ = false;
+  bool rescan_scheduled_ = false;
   bool stopped_ = false;
   uint64_t rotations_ = 0;
   uint64_t truncations_ = 0;
