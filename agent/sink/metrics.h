@@ -69,9 +69,6 @@ class Metrics {
   // The Prometheus text exposition format (version 0.0.4) of every family.
   std::string Serialize() const;
 
-  // For components that register their own families next to these.
-  prometheus::Registry& registry() { return *registry_; }
-
  private:
   static constexpr std::size_t kSeverityCount = 4;
 
