@@ -5,6 +5,7 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -94,19 +95,12 @@ int ListRules(const Args& args) {
   return kExitOk;
 }
 
-// Findings of `rule_index` in `report`, at or above `at_least`.
-bool Raised(const ScanReport& report, const Rule& rule, Severity exactly) {
+// The highest severity at which `report` raised `rule`; nothing when it did not raise it.
+std::optional<Severity> HighestSeverity(const ScanReport& report, const Rule& rule) {
   for (const ScanReport::Entry* e : report.Sorted()) {
-    if (e->rule == &rule && e->severity == exactly) return true;
+    if (e->rule == &rule) return e->severity;
   }
-  return false;
-}
-
-bool RaisedAtLeast(const ScanReport& report, const Rule& rule, Severity at_least) {
-  for (const ScanReport::Entry* e : report.Sorted()) {
-    if (e->rule == &rule && e->severity >= at_least) return true;
-  }
-  return false;
+  return std::nullopt;
 }
 
 std::string Quote(std::string_view text) {
@@ -143,7 +137,7 @@ int TestRules(const Args& args) {
       ++examples;
       ScanReport report;
       ScanText(rule.examples.match[i], "example", rules, scratch, report);
-      if (!Raised(report, rule, rule.severity)) {
+      if (HighestSeverity(report, rule) != rule.severity) {
         ++failures;
         std::cout << "FAIL " << rule.id << " (" << where << "): examples.match[" << i
                   << "] did not raise it at " << SeverityName(rule.severity) << ": "
@@ -154,7 +148,7 @@ int TestRules(const Args& args) {
       ++examples;
       ScanReport report;
       ScanText(rule.examples.no_match[i], "example", rules, scratch, report);
-      if (RaisedAtLeast(report, rule, rule.severity)) {
+      if (const auto raised = HighestSeverity(report, rule); raised && *raised >= rule.severity) {
         ++failures;
         std::cout << "FAIL " << rule.id << " (" << where << "): examples.no_match[" << i
                   << "] raised it: " << Quote(rule.examples.no_match[i]) << "\n";

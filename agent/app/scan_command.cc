@@ -156,10 +156,12 @@ int ScanCommand(const Args& args) {
       continue;
     }
     struct stat st {};
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) total_bytes += st.st_size;
-    if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-      std::cerr << "faultline scan: " << input << " is a directory\n";
-      open_failed = true;
+    if (fstat(fd, &st) == 0) {
+      if (S_ISREG(st.st_mode)) total_bytes += st.st_size;
+      if (S_ISDIR(st.st_mode)) {
+        std::cerr << "faultline scan: " << input << " is a directory\n";
+        open_failed = true;
+      }
     }
     fds.push_back(fd);
   }

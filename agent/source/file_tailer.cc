@@ -251,13 +251,15 @@ void FileTailer::End(TailedFile& file) {
 
 void FileTailer::Poll(bool initial, bool rescan) {
   if (stopped_) return;
-  std::set<std::string> present;
-  for (const std::string& pattern : rescan ? options_.patterns : std::vector<std::string>{}) {
-    if (HasGlobChars(pattern)) {
-      for (std::string& path : ExpandGlob(pattern)) present.insert(std::move(path));
-    } else {
-      struct stat st {};
-      if (stat(pattern.c_str(), &st) == 0 && S_ISREG(st.st_mode)) present.insert(pattern);
+  std::set<std::string> present;  // stays empty without a rescan: only followed files are read
+  if (rescan) {
+    for (const std::string& pattern : options_.patterns) {
+      if (HasGlobChars(pattern)) {
+        for (std::string& path : ExpandGlob(pattern)) present.insert(std::move(path));
+      } else {
+        struct stat st {};
+        if (stat(pattern.c_str(), &st) == 0 && S_ISREG(st.st_mode)) present.insert(pattern);
+      }
     }
   }
 

@@ -69,6 +69,18 @@ class FileTailerTest : public ::testing::Test {
   void Append(const std::string& name, const std::string& text) {
     std::ofstream(dir_ / name, std::ios::app) << text;
   }
+  // app.log ("one") is renamed to app.log.1 while its writer still holds it and appends "two";
+  // a new app.log gets "three".
+  void RotateWithALateWriteToTheOldFile() {
+    std::ofstream old_writer(dir_ / "app.log", std::ios::app);
+    fs::rename(dir_ / "app.log", dir_ / "app.log.1");
+    old_writer << "two\n" << std::flush;
+    Append("app.log", "three\n");
+  }
+  bool RotatedStreamsAreComplete() const {
+    return recorder_.streams.size() == 2 && recorder_.streams[0]->bytes == "one\ntwo\n" &&
+           recorder_.streams[1]->bytes == "three\n";
+  }
   // Runs the loop until `done` holds (bounded, so a bug fails instead of hanging).
   template <typename Pred>
   bool RunUntil(Pred done) {
@@ -138,15 +150,8 @@ TEST_F(FileTailerTest, RotationByRenameDrainsTheOldFileAndFollowsTheNew) {
   auto tailer = Tailer(/*start_at_end=*/false, /*quiet_ms=*/50, /*rotate_wait_ms=*/50);
   tailer->Start();
   ASSERT_TRUE(RunUntil([&] { return recorder_.All() == "one\n"; }));
-  // A writer that still holds the old file appends after the rename.
-  std::ofstream old_writer(dir_ / "app.log", std::ios::app);
-  fs::rename(dir_ / "app.log", dir_ / "app.log.1");
-  old_writer << "two\n" << std::flush;
-  Append("app.log", "three\n");
-  ASSERT_TRUE(RunUntil([&] {
-    return recorder_.streams.size() == 2 && recorder_.streams[0]->bytes == "one\ntwo\n" &&
-           recorder_.streams[1]->bytes == "three\n" && recorder_.streams[0]->ended;
-  }));
+  RotateWithALateWriteToTheOldFile();
+  ASSERT_TRUE(RunUntil([&] { return RotatedStreamsAreComplete() && recorder_.streams[0]->ended; }));
   EXPECT_EQ(1u, tailer->rotations());
 }
 
@@ -155,14 +160,8 @@ TEST_F(FileTailerTest, RotatedFileRenamedToAMatchingNameIsNotReadTwice) {
   auto tailer = Tailer(/*start_at_end=*/false, 60000, 60000, /*glob=*/"app.log*");
   tailer->Start();
   ASSERT_TRUE(RunUntil([&] { return recorder_.All() == "one\n"; }));
-  std::ofstream old_writer(dir_ / "app.log", std::ios::app);
-  fs::rename(dir_ / "app.log", dir_ / "app.log.1");
-  old_writer << "two\n" << std::flush;
-  Append("app.log", "three\n");
-  ASSERT_TRUE(RunUntil([&] {
-    return recorder_.streams.size() == 2 && recorder_.streams[0]->bytes == "one\ntwo\n" &&
-           recorder_.streams[1]->bytes == "three\n";
-  }));
+  RotateWithALateWriteToTheOldFile();
+  ASSERT_TRUE(RunUntil([&] { return RotatedStreamsAreComplete(); }));
   io_.run_for(std::chrono::milliseconds(200));  // several more polls
   EXPECT_EQ(2u, recorder_.streams.size());
   EXPECT_EQ("one\ntwo\nthree\n", recorder_.All());
