@@ -23,7 +23,8 @@ namespace fs = std::filesystem;
 constexpr char kRulesUsage[] = R"(Usage: faultline rules <list|test|eval> [options]
 
   list [--rules DIR]... [--format text|json]
-        every loaded rule: id, severity, category, title
+        every loaded rule: id, severity, category, title; then how many rules and failure
+        classes (a rule's `class`, or its id) are loaded
   test [DIR...]
         runs every rule's examples: each `match` example must raise the rule at its severity,
         no `no_match` example may; fails on any miss (default: the bundled pack)
@@ -73,6 +74,8 @@ int ListRules(const Args& args) {
     nlohmann::json out = nlohmann::json::array();
     for (const Rule& r : rules->rules()) {
       out.push_back({{"id", r.id},
+                     {"class", r.failure_class},
+                     {"role", r.role == RuleRole::kSymptom ? "symptom" : "root"},
                      {"title", r.title},
                      {"severity", SeverityName(r.severity)},
                      {"category", r.category},
@@ -86,12 +89,14 @@ int ListRules(const Args& args) {
     std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return kExitOk;
   }
+  std::set<std::string> classes;
   for (const Rule& r : rules->rules()) {
     std::cout << std::left << std::setw(52) << r.id << " " << std::setw(8)
               << SeverityName(r.severity) << " " << std::setw(12) << r.category << " " << r.title
               << "\n";
+    classes.insert(r.failure_class);
   }
-  std::cout << rules->rules().size() << " rules\n";
+  std::cout << rules->rules().size() << " rules, " << classes.size() << " failure classes\n";
   return kExitOk;
 }
 

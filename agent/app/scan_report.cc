@@ -77,6 +77,9 @@ void ScanReport::PrintText(std::ostream& out) const {
     out << "  root cause: " << e->rule->root_cause << "\n";
     out << "  fix:        " << e->rule->fix << "\n";
     if (!e->rule->fix_command.empty()) out << "  run:        " << e->rule->fix_command << "\n";
+    if (!e->rule->verify_command.empty()) {
+      out << "  verify:     " << e->rule->verify_command << "\n";
+    }
     if (!e->rule->references.empty()) out << "  see:        " << e->rule->references[0] << "\n";
   }
 }
@@ -108,6 +111,7 @@ void ScanReport::PrintJson(std::ostream& out) const {
     f["root_cause"] = e->rule->root_cause;
     f["fix"] = e->rule->fix;
     if (!e->rule->fix_command.empty()) f["fix_command"] = e->rule->fix_command;
+    if (!e->rule->verify_command.empty()) f["verify_command"] = e->rule->verify_command;
     f["references"] = e->rule->references;
     doc["findings"].push_back(std::move(f));
   }

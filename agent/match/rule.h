@@ -51,10 +51,17 @@ struct RuleExamples {
   std::vector<std::string> no_match;  // each must not
 };
 
+// What a finding of a rule means next to the others of the same log (rules/README.md, "Root
+// cause and consequences"): a root cause, or a consequence that another failure explains.
+enum class RuleRole { kRoot, kSymptom };
+
 struct Rule {
   static constexpr int kDefaultMaxLabelValues = 20;
 
   std::string id;
+  // The failure class the rule belongs to (several rules can be wordings of one class); the
+  // rule id when the rule does not say.
+  std::string failure_class;
   std::string title;
   Severity severity = Severity::kError;
   std::string category;
@@ -68,6 +75,13 @@ struct Rule {
   std::string root_cause;
   std::string fix;
   std::string fix_command;
+  // How to confirm that the fix took (`ds_report`, `nvidia-smi`), shown next to the fix.
+  std::string verify_command;
+  // kSymptom: a consequence of whatever root cause the same log shows. consequence_of narrows
+  // that: the rule is a consequence only of findings whose rule id equals an entry, starts with
+  // an entry ending in '.' (a family), or whose category is named as 'category:NAME'.
+  RuleRole role = RuleRole::kRoot;
+  std::vector<std::string> consequence_of;
   std::vector<std::string> references;
   RuleExamples examples;
 

@@ -47,7 +47,7 @@ class RuleParser {
         "id",     "title",      "severity",         "category",    "tags",
         "match",  "context",    "labels",           "max_label_values",
         "resolved_by", "root_cause", "fix",        "fix_command", "references",
-        "examples"};
+        "examples", "class", "verify_command", "role", "consequence_of"};
     CheckKeys(doc, kKeys, "");
 
     rule.id = RequiredString(doc, "id");
@@ -74,6 +74,14 @@ class RuleParser {
     rule.root_cause = RequiredString(doc, "root_cause");
     rule.fix = RequiredString(doc, "fix");
     rule.fix_command = OptionalString(doc, "fix_command");
+    rule.verify_command = OptionalString(doc, "verify_command");
+    rule.failure_class = OptionalString(doc, "class");
+    if (rule.failure_class.empty()) {
+      rule.failure_class = rule.id;
+    } else if (!RE2::FullMatch(rule.failure_class, R"([a-z0-9_]+(\.[a-z0-9_]+)*)")) {
+      Fail(doc["class"], "class", "must be dotted lower-case words such as 'gpu.no_kernel_image'");
+    }
+    ParseRole(doc, rule);
     rule.references = StringList(doc, "references", "references");
     ParseExamples(doc, rule);
     if (errors_.size() != errors_before) return std::nullopt;
@@ -305,6 +313,27 @@ class RuleParser {
       }
       rule.labels.push_back(LabelSpec{name, it->second.Scalar()});
     }
+  }
+
+  void ParseRole(const YAML::Node& doc, Rule& rule) {
+    if (const YAML::Node n = doc["role"]) {
+      if (n.IsScalar() && n.Scalar() == "root") {
+        rule.role = RuleRole::kRoot;
+      } else if (n.IsScalar() && n.Scalar() == "symptom") {
+        rule.role = RuleRole::kSymptom;
+      } else {
+        Fail(n, "role", "must be root or symptom");
+      }
+    }
+    rule.consequence_of = StringList(doc, "consequence_of", "consequence_of");
+    for (size_t i = 0; i < rule.consequence_of.size(); ++i) {
+      const std::string& entry = rule.consequence_of[i];
+      if (!RE2::FullMatch(entry, R"((category:[a-z]+)|([a-z0-9_]+(\.[a-z0-9_]+)*\.?))")) {
+        Fail(doc["consequence_of"][i], "consequence_of[" + std::to_string(i) + "]",
+             "must be a rule id, a family ending in '.' (e.g. 'gpu.') or 'category:NAME'");
+      }
+    }
+    if (!rule.consequence_of.empty()) rule.role = RuleRole::kSymptom;
   }
 
   void ParseExamples(const YAML::Node& doc, Rule& rule) {

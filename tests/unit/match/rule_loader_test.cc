@@ -62,6 +62,37 @@ TEST(ParseRules, LoadsEveryKey) {
   EXPECT_EQ("pack/aio.yaml", r.file);
 }
 
+TEST(ParseRules, ClassDefaultsToTheIdAndRoleToRoot) {
+  Result<std::vector<Rule>> rules = ParseRules(kValid, "pack/aio.yaml");
+  ASSERT_TRUE(rules.ok()) << FormatErrors(rules.errors());
+  EXPECT_EQ("deepspeed.async_io.windows_link", rules.value()[0].failure_class);
+  EXPECT_EQ(RuleRole::kRoot, rules.value()[0].role);
+  EXPECT_EQ("", rules.value()[0].verify_command);
+}
+
+TEST(ParseRules, ClassVerifyCommandAndConsequences) {
+  const std::string yaml = std::string(kValid) +
+                           "class: deepspeed.async_io\n"
+                           "verify_command: ds_report\n"
+                           "consequence_of: [gpu.oom, 'nccl.', 'category:memory']\n";
+  Result<std::vector<Rule>> rules = ParseRules(yaml, "r.yaml");
+  ASSERT_TRUE(rules.ok()) << FormatErrors(rules.errors());
+  const Rule& r = rules.value()[0];
+  EXPECT_EQ("deepspeed.async_io", r.failure_class);
+  EXPECT_EQ("ds_report", r.verify_command);
+  EXPECT_EQ(RuleRole::kSymptom, r.role);  // consequence_of implies a symptom
+  EXPECT_THAT(r.consequence_of, ::testing::ElementsAre("gpu.oom", "nccl.", "category:memory"));
+}
+
+TEST(ParseRules, BadRoleAndConsequenceAreErrorsWithTheirKeys) {
+  const std::string yaml = std::string(kValid) + "role: effect\nconsequence_of: ['Not An Id']\n";
+  Result<std::vector<Rule>> rules = ParseRules(yaml, "r.yaml");
+  ASSERT_FALSE(rules.ok());
+  ASSERT_THAT(rules.errors(), SizeIs(2));
+  EXPECT_EQ("role", rules.errors()[0].key);
+  EXPECT_EQ("consequence_of[0]", rules.errors()[1].key);
+}
+
 TEST(ParseRules, UnknownKeyIsAnErrorWithFileLineAndKey) {
   const std::string yaml = std::string(kValid) + "contxt: {}\n";
   Result<std::vector<Rule>> rules = ParseRules(yaml, "r.yaml");
