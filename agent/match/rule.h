@@ -81,6 +81,9 @@ struct Rule {
   // that: the rule is a consequence only of findings whose rule id equals an entry, starts with
   // an entry ending in '.' (a family), or whose category is named as 'category:NAME'.
   RuleRole role = RuleRole::kRoot;
+  // A catch-all (a `CUDA error: <message>` line, "cannot open shared object file"): when a rule
+  // that is not generic raises the same line, that rule explains it and this one stays silent.
+  bool generic = false;
   std::vector<std::string> consequence_of;
   std::vector<std::string> references;
   RuleExamples examples;

@@ -47,7 +47,7 @@ class RuleParser {
         "id",     "title",      "severity",         "category",    "tags",
         "match",  "context",    "labels",           "max_label_values",
         "resolved_by", "root_cause", "fix",        "fix_command", "references",
-        "examples", "class", "verify_command", "role", "consequence_of"};
+        "examples", "class", "verify_command", "role", "consequence_of", "generic"};
     CheckKeys(doc, kKeys, "");
 
     rule.id = RequiredString(doc, "id");
@@ -82,6 +82,13 @@ class RuleParser {
       Fail(doc["class"], "class", "must be dotted lower-case words such as 'gpu.no_kernel_image'");
     }
     ParseRole(doc, rule);
+    if (const YAML::Node n = doc["generic"]) {
+      if (!n.IsScalar() || (n.Scalar() != "true" && n.Scalar() != "false")) {
+        Fail(n, "generic", "must be true or false");
+      } else {
+        rule.generic = n.Scalar() == "true";
+      }
+    }
     rule.references = StringList(doc, "references", "references");
     ParseExamples(doc, rule);
     if (errors_.size() != errors_before) return std::nullopt;

@@ -74,13 +74,15 @@ TEST(ParseRules, ClassVerifyCommandAndConsequences) {
   const std::string yaml = std::string(kValid) +
                            "class: deepspeed.async_io\n"
                            "verify_command: ds_report\n"
-                           "consequence_of: [gpu.oom, 'nccl.', 'category:memory']\n";
+                           "consequence_of: [gpu.oom, 'nccl.', 'category:memory']\n"
+                           "generic: true\n";
   Result<std::vector<Rule>> rules = ParseRules(yaml, "r.yaml");
   ASSERT_TRUE(rules.ok()) << FormatErrors(rules.errors());
   const Rule& r = rules.value()[0];
   EXPECT_EQ("deepspeed.async_io", r.failure_class);
   EXPECT_EQ("ds_report", r.verify_command);
   EXPECT_EQ(RuleRole::kSymptom, r.role);  // consequence_of implies a symptom
+  EXPECT_TRUE(r.generic);
   EXPECT_THAT(r.consequence_of, ::testing::ElementsAre("gpu.oom", "nccl.", "category:memory"));
 }
 
