@@ -9,7 +9,7 @@
 
 #include "agent/core/version.h"
 #include "agent/match/database_cache.h"
-#include "agent/match/rule_loader.h"
+#include "agent/rules/rule_loader.h"
 
 namespace faultline {
 namespace {

@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "agent/match/rule.h"
+#include "agent/rules/rule.h"
 
 namespace faultline {
 

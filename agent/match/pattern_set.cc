@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "agent/rules/pattern_syntax.h"
+
 namespace faultline {
 namespace {
 
@@ -38,13 +40,6 @@ int OnCandidate(unsigned int id, unsigned long long /*from*/, unsigned long long
 }
 
 }  // namespace
-
-RE2::Options PatternSet::Re2Options() {
-  RE2::Options options;
-  options.set_encoding(RE2::Options::EncodingLatin1);
-  options.set_log_errors(false);
-  return options;
-}
 
 namespace {
 
@@ -111,7 +106,7 @@ Result<std::unique_ptr<PatternSet>> PatternSet::Compile(const std::vector<std::s
   std::unique_ptr<PatternSet> set(new PatternSet());
   ErrorList errors;
   for (size_t i = 0; i < patterns.size(); ++i) {
-    auto re = std::make_unique<RE2>(patterns[i], Re2Options());
+    auto re = std::make_unique<RE2>(patterns[i], RulePatternOptions());
     if (!re->ok()) {
       errors.push_back(Error{"", 0, "", "", "invalid pattern '" + patterns[i] + "': " +
                                                 re->error() + " (at '" + re->error_arg() + "')"});
@@ -139,7 +134,7 @@ Result<std::unique_ptr<PatternSet>> PatternSet::Compile(const std::vector<std::s
     cache.Store(patterns, set->database_, modes);
   }
 
-  RE2::Set fallback(Re2Options(), RE2::UNANCHORED);
+  RE2::Set fallback(RulePatternOptions(), RE2::UNANCHORED);
   for (size_t i = 0; i < patterns.size(); ++i) {
     if (modes[i] != PatternMode::kFallback) continue;
     std::string error;

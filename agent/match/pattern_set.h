@@ -64,9 +64,6 @@ class PatternSet {
     bool operator==(const Hit& o) const = default;
   };
 
-  // How every pattern is compiled: byte (Latin-1) semantics, errors returned, not logged.
-  static RE2::Options Re2Options();
-
   // `cache_dir`: where compiled databases are kept between runs (database_cache.h); empty for
   // none.
   static Result<std::unique_ptr<PatternSet>> Compile(const std::vector<std::string>& patterns,

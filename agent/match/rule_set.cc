@@ -3,6 +3,8 @@
 #include <map>
 #include <string>
 
+#include "agent/rules/pattern_syntax.h"
+
 namespace faultline {
 
 Result<std::shared_ptr<const RuleSet>> RuleSet::Compile(std::vector<Rule> rules,
@@ -50,7 +52,7 @@ Result<std::shared_ptr<const RuleSet>> RuleSet::Compile(std::vector<Rule> rules,
       }
     }
     for (const LabelSpec& label : rule.labels) {
-      auto re = std::make_unique<RE2>(label.pattern, PatternSet::Re2Options());
+      auto re = std::make_unique<RE2>(label.pattern, RulePatternOptions());
       if (!re->ok() || re->NumberOfCapturingGroups() != 1) {
         errors.push_back(Error{rule.file, rule.line, rule.id, "labels." + label.name,
                                "label pattern must compile and have one capture group"});

@@ -20,7 +20,7 @@
 
 #include "agent/core/result.h"
 #include "agent/match/pattern_set.h"
-#include "agent/match/rule.h"
+#include "agent/rules/rule.h"
 
 namespace faultline {
 

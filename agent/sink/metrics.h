@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "agent/match/finding.h"
-#include "agent/match/rule.h"
+#include "agent/rules/rule.h"
 
 namespace faultline {
 

@@ -6,7 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "agent/match/rule_loader.h"
+#include "agent/rules/rule_loader.h"
 
 namespace faultline {
 namespace {

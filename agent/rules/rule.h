@@ -3,8 +3,8 @@
 // A Rule is a plain value: it holds the rule's text (patterns, root cause, fix, examples) and
 // where it was loaded from, so that every later error or report can point at its file and line.
 // It is immutable once the RuleSet that compiles it is built; RuleSet owns the Rules.
-#ifndef FAULTLINE_MATCH_RULE_H_
-#define FAULTLINE_MATCH_RULE_H_
+#ifndef FAULTLINE_RULES_RULE_H_
+#define FAULTLINE_RULES_RULE_H_
 
 #include <optional>
 #include <string>
@@ -94,4 +94,4 @@ struct Rule {
 
 }  // namespace faultline
 
-#endif  // FAULTLINE_MATCH_RULE_H_
+#endif  // FAULTLINE_RULES_RULE_H_

@@ -1,4 +1,4 @@
-#include "agent/match/rule_loader.h"
+#include "agent/rules/rule_loader.h"
 
 #include <filesystem>
 #include <fstream>

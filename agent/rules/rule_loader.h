@@ -6,15 +6,15 @@
 // ids, and every pattern is compiled with RE2 so a bad one is reported with RE2's error_arg().
 // Every error names file, line, rule id and key; all errors of a load are returned together and
 // a load with any error yields no rules. Throws nothing.
-#ifndef FAULTLINE_MATCH_RULE_LOADER_H_
-#define FAULTLINE_MATCH_RULE_LOADER_H_
+#ifndef FAULTLINE_RULES_RULE_LOADER_H_
+#define FAULTLINE_RULES_RULE_LOADER_H_
 
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "agent/core/result.h"
-#include "agent/match/rule.h"
+#include "agent/rules/rule.h"
 
 namespace faultline {
 
@@ -26,4 +26,4 @@ Result<std::vector<Rule>> ParseRules(std::string_view yaml, const std::string& f
 
 }  // namespace faultline
 
-#endif  // FAULTLINE_MATCH_RULE_LOADER_H_
+#endif  // FAULTLINE_RULES_RULE_LOADER_H_

@@ -1,4 +1,4 @@
-#include "agent/match/rule_loader.h"
+#include "agent/rules/rule_loader.h"
 
 #include <re2/re2.h>
 #include <yaml-cpp/yaml.h>
@@ -10,7 +10,7 @@
 #include <set>
 #include <sstream>
 
-#include "agent/match/pattern_set.h"
+#include "agent/rules/pattern_syntax.h"
 
 namespace faultline {
 namespace {
@@ -172,7 +172,7 @@ class RuleParser {
       Fail(at, path, "pattern is empty");
       return -1;
     }
-    const RE2 re(pattern, PatternSet::Re2Options());
+    const RE2 re(pattern, RulePatternOptions());
     if (!re.ok()) {
       Fail(at, path, "invalid pattern: " + re.error() + " (at '" + re.error_arg() + "')");
       return -1;

@@ -1,4 +1,4 @@
-#include "agent/match/rule.h"
+#include "agent/rules/rule.h"
 
 namespace faultline {
 
