@@ -117,23 +117,33 @@ void StreamMatcher::ProcessLine(uint64_t line_number, std::string_view text,
     }
   }
 
-  // New hits. A generic rule gives way to a specific one that matched the same line.
-  bool specific_matched = false;
+  // New hits: specific rules first. A generic rule gives way to a specific one that raises the
+  // same line; while that specific hit waits for context, the generic one waits with it.
+  Outcome specific = Outcome::kNone;
+  uint64_t specific_deadline = 0;
   for (const PatternSet::Hit& hit : hits) {
     for (const PatternRef& ref : rules_->refs(hit.pattern)) {
       if (ref.role == PatternRole::kMatch && !rules_->rules()[ref.rule].generic) {
-        specific_matched = true;
-      }
-    }
-  }
-  for (const PatternSet::Hit& hit : hits) {
-    for (const PatternRef& ref : rules_->refs(hit.pattern)) {
-      if (ref.role == PatternRole::kMatch) {
-        if (specific_matched && rules_->rules()[ref.rule].generic) continue;
-        Trigger(ref.rule, line_number, line_number, text, /*truncated=*/false);
+        const Outcome outcome = Trigger(ref.rule, line_number, line_number, text, false);
+        if (outcome == Outcome::kPending) {
+          specific_deadline = std::max(specific_deadline, pending_.back().deadline);
+        }
+        specific = std::max(specific, outcome);
       } else if (ref.role == PatternRole::kSequenceStep) {
         if (sequence_masks_[ref.sequence] == 0) touched_sequences_.push_back(ref.sequence);
         sequence_masks_[ref.sequence] |= 1u << ref.step;
+      }
+    }
+  }
+  if (specific != Outcome::kEmitted) {
+    for (const PatternSet::Hit& hit : hits) {
+      for (const PatternRef& ref : rules_->refs(hit.pattern)) {
+        if (ref.role != PatternRole::kMatch || !rules_->rules()[ref.rule].generic) continue;
+        if (specific == Outcome::kPending) {
+          TriggerYielding(ref.rule, line_number, text, specific_deadline);
+        } else {
+          Trigger(ref.rule, line_number, line_number, text, false);
+        }
       }
     }
   }
@@ -181,17 +191,18 @@ bool StreamMatcher::SeenWithin(std::span<const uint32_t> patterns, uint64_t line
   return false;
 }
 
-void StreamMatcher::Trigger(uint32_t rule, uint64_t line_number, uint64_t context_line,
-                            std::string_view text, bool truncated) {
+StreamMatcher::Outcome StreamMatcher::Trigger(uint32_t rule, uint64_t line_number,
+                                              uint64_t context_line, std::string_view text,
+                                              bool truncated) {
   // A line counts once per rule, however many of the rule's patterns it matches.
-  if (last_triggered_[rule] == line_number) return;
+  if (last_triggered_[rule] == line_number) return Outcome::kNone;
   last_triggered_[rule] = std::max(last_triggered_[rule], line_number);
   const Rule& r = rules_->rules()[rule];
   TakeLabels(rule, text);
   TakeContext(line_number);
   if (!r.context) {
     Emit(rule, r.severity, line_number, text, truncated);
-    return;
+    return Outcome::kEmitted;
   }
   const ContextSpec& ctx = *r.context;
   Pending p{rule,
@@ -199,16 +210,37 @@ void StreamMatcher::Trigger(uint32_t rule, uint64_t line_number, uint64_t contex
             context_line + static_cast<uint64_t>(ctx.within_lines),
             SeenWithin(rules_->requires_any(rule), context_line, ctx.within_lines),
             SeenWithin(rules_->preceded_by(rule), context_line, ctx.within_lines)};
-  if (IsDecided(p)) {
-    Settle(p, text, truncated);
-    return;
+  if (IsDecided(p)) return Settle(p, text, truncated) ? Outcome::kEmitted : Outcome::kNone;
+  Enqueue(std::move(p), text, truncated);
+  return Outcome::kPending;
+}
+
+void StreamMatcher::TriggerYielding(uint32_t rule, uint64_t line_number, std::string_view text,
+                                    uint64_t deadline) {
+  if (last_triggered_[rule] == line_number) return;
+  last_triggered_[rule] = line_number;
+  const Rule& r = rules_->rules()[rule];
+  TakeLabels(rule, text);
+  TakeContext(line_number);
+  Pending p{rule, line_number, deadline, false, false};
+  p.yields = true;
+  if (r.context) {
+    const ContextSpec& ctx = *r.context;
+    p.deadline = std::max(deadline, line_number + static_cast<uint64_t>(ctx.within_lines));
+    p.confirmed = SeenWithin(rules_->requires_any(rule), line_number, ctx.within_lines);
+    p.downgraded = SeenWithin(rules_->preceded_by(rule), line_number, ctx.within_lines);
   }
+  ++yielding_;
+  Enqueue(std::move(p), text, false);
+}
+
+void StreamMatcher::Enqueue(Pending p, std::string_view text, bool truncated) {
   if (pending_.size() >= kMaxPending) {
     Settle(pending_.front());
     pending_.pop_front();
     // Settling reported another hit; this one's labels and context are taken again.
-    TakeLabels(rule, text);
-    TakeContext(line_number);
+    TakeLabels(p.rule, text);
+    TakeContext(p.line);
   }
   p.preview_truncated = truncated;
   p.preview.assign(Preview(text, kPreviewBytes, &p.preview_truncated));
@@ -222,14 +254,25 @@ void StreamMatcher::Trigger(uint32_t rule, uint64_t line_number, uint64_t contex
 }
 
 bool StreamMatcher::IsDecided(const Pending& p) const {
-  const ContextSpec& ctx = *rules_->rules()[p.rule].context;
-  const bool requirement_known = ctx.requires_any.empty() || p.confirmed;
-  const bool downgrade_known = ctx.downgrade_if_followed_by.empty() || p.downgraded;
+  if (p.yields) {
+    for (const Pending& other : pending_) {
+      if (!other.yields && other.line == p.line) return false;  // the specific hit is undecided
+    }
+  }
+  const std::optional<ContextSpec>& ctx = rules_->rules()[p.rule].context;
+  if (!ctx) return true;
+  const bool requirement_known = ctx->requires_any.empty() || p.confirmed;
+  const bool downgrade_known = ctx->downgrade_if_followed_by.empty() || p.downgraded;
   return requirement_known && downgrade_known;
 }
 
 std::optional<Severity> StreamMatcher::SettledSeverity(const Pending& p) const {
   const Rule& r = rules_->rules()[p.rule];
+  if (p.yields &&
+      std::find(specific_raised_.begin(), specific_raised_.end(), p.line) != specific_raised_.end()) {
+    return std::nullopt;  // a specific rule explained the line
+  }
+  if (!r.context) return r.severity;
   const ContextSpec& ctx = *r.context;
   Severity severity = r.severity;
   if (!ctx.requires_any.empty() && !p.confirmed) {
@@ -240,14 +283,15 @@ std::optional<Severity> StreamMatcher::SettledSeverity(const Pending& p) const {
   return severity;
 }
 
-void StreamMatcher::Settle(const Pending& p, std::string_view text, bool truncated) {
-  if (std::optional<Severity> severity = SettledSeverity(p)) {
-    Emit(p.rule, *severity, p.line, text, truncated);
-  }
+bool StreamMatcher::Settle(const Pending& p, std::string_view text, bool truncated) {
+  const std::optional<Severity> severity = SettledSeverity(p);
+  if (severity) Emit(p.rule, *severity, p.line, text, truncated);
+  return severity.has_value();
 }
 
 void StreamMatcher::Settle(const Pending& p) {
   const std::optional<Severity> severity = SettledSeverity(p);
+  if (p.yields && --yielding_ == 0) specific_raised_.clear();
   if (!severity) return;
   label_values_ = p.labels;
   context_views_.assign(p.context_before.begin(), p.context_before.end());
@@ -282,6 +326,7 @@ void StreamMatcher::TakeLabels(uint32_t rule, std::string_view text) {
 
 void StreamMatcher::Emit(uint32_t rule, Severity severity, uint64_t line_number,
                          std::string_view text, bool truncated) {
+  if (yielding_ > 0 && !rules_->rules()[rule].generic) specific_raised_.push_back(line_number);
   Finding finding;
   finding.rule = &rules_->rules()[rule];
   finding.rule_index = rule;

@@ -72,6 +72,8 @@ class StreamMatcher {
     uint64_t deadline;  // last line that can still decide it
     bool confirmed;
     bool downgraded;
+    // A generic hit waiting for the specific hits of its line: dropped if one of them is raised.
+    bool yields = false;
     std::string preview;  // at most kPreviewBytes of the hit line
     bool preview_truncated = false;
     std::vector<std::string> labels;  // taken from the whole line when it was seen
@@ -89,10 +91,17 @@ class StreamMatcher {
 
   void ProcessLine(uint64_t line_number, std::string_view text,
                    std::span<const PatternSet::Hit> hits);
+  // What became of a hit, ordered so that the strongest of several is their maximum.
+  enum class Outcome { kNone, kPending, kEmitted };
   // A hit of `rule` reported at `line_number`. Context windows are measured from `context_line`:
   // the hit line itself, or the line that completed a sequence. `truncated`: `text` is a preview.
-  void Trigger(uint32_t rule, uint64_t line_number, uint64_t context_line, std::string_view text,
-               bool truncated);
+  Outcome Trigger(uint32_t rule, uint64_t line_number, uint64_t context_line,
+                  std::string_view text, bool truncated);
+  // A hit of generic `rule` on a line whose specific hits are pending until `deadline`.
+  void TriggerYielding(uint32_t rule, uint64_t line_number, std::string_view text,
+                       uint64_t deadline);
+  // Keeps `p` pending, with a preview of `text` and the labels and context taken for it.
+  void Enqueue(Pending p, std::string_view text, bool truncated);
   void AdvanceSequence(uint32_t sequence, uint32_t step_mask, uint64_t line_number,
                        std::string_view text);
   bool SeenWithin(std::span<const uint32_t> patterns, uint64_t line, int window) const;
@@ -102,7 +111,8 @@ class StreamMatcher {
   // Reports `p` with what is known now: from its stored preview, or from its line at hand, with
   // the labels and context already taken for it.
   void Settle(const Pending& p);
-  void Settle(const Pending& p, std::string_view text, bool truncated);
+  // Returns whether it was reported (not dropped).
+  bool Settle(const Pending& p, std::string_view text, bool truncated);
   void SettleExpired(uint64_t line_number);
   // Fills label_values_ with `rule`'s label captures from `text`.
   void TakeLabels(uint32_t rule, std::string_view text);
@@ -128,6 +138,9 @@ class StreamMatcher {
   std::vector<uint32_t> touched_sequences_;
   std::vector<std::string> label_values_;
   std::vector<std::string_view> context_views_;
+  // Pending generic hits that yield, and the lines specific rules raised while there were any.
+  size_t yielding_ = 0;
+  std::vector<uint64_t> specific_raised_;
   // The batch being processed and the stream line number of its first line, for context.
   const LineBatch* batch_ = nullptr;
   uint64_t batch_first_line_ = 0;

@@ -259,6 +259,25 @@ TEST(StreamMatcher, AGenericRuleGivesWayToASpecificOneOnTheSameLine) {
                        {}}));
 }
 
+TEST(StreamMatcher, AGenericRuleSpeaksWhenTheSpecificOneIsDroppedByItsContext) {
+  // The specific rule only counts near a deepspeed build; elsewhere the generic one names the line.
+  auto rules = Rules(Rule("id: pip.subprocess\nseverity: error\ngeneric: true\n"
+                          "match: ['subprocess-exited-with-error']\n") +
+                     "---\n" +
+                     Rule("id: ds.pip\nseverity: error\nmatch: ['subprocess-exited-with-error']\n"
+                          "context:\n  within_lines: 3\n  requires_any: ['deepspeed']\n"));
+  EXPECT_THAT(Scan(rules, {"error: subprocess-exited-with-error", "a", "b", "c", "d"}),
+              ::testing::ElementsAre(Seen{"pip.subprocess", Severity::kError, 1,
+                                          "error: subprocess-exited-with-error", {}}));
+  EXPECT_THAT(Scan(rules, {"error: subprocess-exited-with-error", "Building deepspeed"}),
+              ::testing::ElementsAre(Seen{"ds.pip", Severity::kError, 1,
+                                          "error: subprocess-exited-with-error", {}}));
+  // Unsettled at the end of input: the same answers.
+  EXPECT_THAT(Scan(rules, {"error: subprocess-exited-with-error"}),
+              ::testing::ElementsAre(Seen{"pip.subprocess", Severity::kError, 1,
+                                          "error: subprocess-exited-with-error", {}}));
+}
+
 // What a sink sees of a finding beyond its line: whether the line was cut and the lines above.
 struct Detail {
   std::string text;
