@@ -75,10 +75,13 @@ Agent::Agent(Config config, std::shared_ptr<const RuleSet> rules)
 Agent::~Agent() = default;
 
 bool Agent::Start(std::string* error) {
-  http_.Handle("/metrics", [this] {
-    return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics_.Serialize()};
-  });
-  http_.Handle("/healthz", [] { return HttpResponse{200, "text/plain; charset=utf-8", "ok\n"}; });
+  http_.AddRoute(
+      {.path = "/metrics", .handler = [this](const HttpRequest&) {
+         return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics_.Serialize()};
+       }});
+  http_.AddRoute({.path = "/healthz", .handler = [](const HttpRequest&) {
+                    return HttpResponse{200, "text/plain; charset=utf-8", "ok\n"};
+                  }});
   if (!http_.Listen(config_.http_address, config_.http_port, error)) return false;
   spdlog::info("serving /metrics on http://{}:{}/metrics", config_.http_address, http_.port());
 
