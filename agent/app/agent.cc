@@ -108,23 +108,29 @@ Agent::Agent(Config config, std::shared_ptr<const RuleSet> rules)
 Agent::~Agent() = default;
 
 bool Agent::Start(std::string* error) {
-  http_.Handle("/metrics", [this] {
-    return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics_.Serialize()};
-  });
+  http_.AddRoute(
+      {.path = "/metrics", .handler = [this](const HttpRequest&) {
+         return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics_.Serialize()};
+       }});
   // The loop answers: that is all liveness means, so a slow disk never restarts the agent.
-  http_.Handle("/healthz", [] {
-    return HttpResponse{200, "text/plain; charset=utf-8", "ok: event loop answering\n"};
-  });
-  http_.Handle("/api/v1/findings", [this] {
-    return HttpResponse{200, "application/json", LatestFindingsJson(latest_)};
-  });
-  http_.Handle("/readyz", [this] {
-    const std::string reason = NotReadyReason();
-    if (!reason.empty()) return HttpResponse{503, "text/plain; charset=utf-8", reason + "\n"};
-    return HttpResponse{200, "text/plain; charset=utf-8",
-                        "ready: " + std::to_string(rules_->rules().size()) + " rules, " +
-                            std::to_string(tailers_.size()) + " source(s)\n"};
-  });
+  http_.AddRoute({.path = "/healthz", .handler = [](const HttpRequest&) {
+                    return HttpResponse{200, "text/plain; charset=utf-8",
+                                        "ok: event loop answering\n"};
+                  }});
+  // Log lines leave the agent here: a web page rebound to 127.0.0.1 must not read them.
+  http_.AddRoute({.path = "/api/v1/findings", .admin = true, .handler = [this](const HttpRequest&) {
+                    return HttpResponse{200, "application/json", LatestFindingsJson(latest_)};
+                  }});
+  http_.AddRoute({.path = "/readyz", .handler = [this](const HttpRequest&) {
+                    const std::string reason = NotReadyReason();
+                    if (!reason.empty()) {
+                      return HttpResponse{503, "text/plain; charset=utf-8", reason + "\n"};
+                    }
+                    return HttpResponse{200, "text/plain; charset=utf-8",
+                                        "ready: " + std::to_string(rules_->rules().size()) +
+                                            " rules, " + std::to_string(tailers_.size()) +
+                                            " source(s)\n"};
+                  }});
   if (!http_.Listen(config_.http_address, config_.http_port, error)) return false;
   spdlog::info("serving /metrics on http://{}:{}/metrics", config_.http_address, http_.port());
 
