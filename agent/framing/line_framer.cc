@@ -67,9 +67,11 @@ const char* LineFramer::FeedPlainLines(const char* p, NextBytes& next, LineBatch
 }
 
 void LineFramer::Feed(std::string_view bytes, LineBatch& batch) {
+  // An empty read (a poll that found nothing new) must not forget a "\r" that ended the last one.
+  if (bytes.empty()) return;
   const char* p = bytes.data();
   const char* const end = p + bytes.size();
-  if (p != end && after_cr_ && *p == '\n') ++p;  // the "\n" of a "\r\n" split across reads
+  if (after_cr_ && *p == '\n') ++p;  // the "\n" of a "\r\n" split across reads
   after_cr_ = false;
   NextBytes next(end);
   while (p != end) {
