@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "agent/core/yaml_document.h"
 #include "agent/rules/pattern_syntax.h"
 
 namespace faultline {
@@ -370,15 +371,10 @@ bool IsRuleFile(const fs::path& p) {
 Result<std::vector<Rule>> ParseRules(std::string_view yaml, const std::string& file_name) {
   ErrorList errors;
   std::vector<Rule> rules;
-  std::vector<YAML::Node> docs;
-  try {
-    docs = YAML::LoadAll(std::string(yaml));
-  } catch (const YAML::Exception& e) {
-    return Error{file_name, e.mark.line >= 0 ? e.mark.line + 1 : 0, "", "",
-                 "YAML syntax error: " + e.msg};
-  }
+  Result<std::vector<YAML::Node>> docs = ParseYamlDocuments(yaml, file_name);
+  if (!docs.ok()) return docs.errors();
   RuleParser parser(file_name, errors);
-  for (const YAML::Node& doc : docs) {
+  for (const YAML::Node& doc : docs.value()) {
     if (doc.IsNull()) continue;  // an empty document, e.g. a trailing '---'
     if (std::optional<Rule> rule = parser.Parse(doc)) rules.push_back(std::move(*rule));
   }
@@ -408,6 +404,14 @@ Result<std::vector<Rule>> LoadRules(const std::vector<std::string>& paths) {
   std::vector<Rule> rules;
   std::map<std::string, const Rule*> seen;
   for (const std::string& file : files) {
+    std::error_code size_error;
+    if (const auto size = fs::file_size(file, size_error); !size_error && size > kMaxYamlBytes) {
+      errors.push_back(Error{file, 0, "", "",
+                             "file is " + std::to_string(size) +
+                                 " bytes; rule files are limited to " +
+                                 std::to_string(kMaxYamlBytes)});
+      continue;
+    }
     std::ifstream in(file, std::ios::binary);
     std::stringstream text;
     text << in.rdbuf();
