@@ -2,6 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <dirent.h>
+#include <sys/resource.h>
+
 #include <csignal>
 
 #include "agent/framing/utf8.h"
@@ -63,14 +66,36 @@ class Agent::FileStream : public FileStreamConsumer {
   uint64_t counted_truncated_ = 0;
 };
 
+namespace {
+
+// Descriptors a working agent needs free at any time: HTTP connections, a file reopened after a
+// rotation, the state store.
+constexpr long kReserveDescriptors = 32;
+
+// Open descriptors of this process, counted in /proc/self/fd.
+long OpenDescriptors() {
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) return -1;
+  long n = 0;
+  while (readdir(dir) != nullptr) ++n;
+  closedir(dir);
+  return n - 3;  // ".", ".." and the folder's own descriptor
+}
+
+}  // namespace
+
 Agent::Agent(Config config, std::shared_ptr<const RuleSet> rules)
     : config_(std::move(config)),
       rules_(std::move(rules)),
-      signals_(io_, SIGINT, SIGTERM),
-      metrics_(rules_->rules()),
-      sink_(std::make_unique<MetricsSink>(metrics_)),
+      signals_(io_, SIGINT, SIGTERM, SIGHUP),
+      metrics_(signature_labels_),
+      metrics_sink_(std::make_unique<MetricsSink>(metrics_)),
       scratch_(rules_->patterns()),
-      http_(io_) {}
+      http_(io_) {
+  signature_labels_.Bind(rules_->rules());
+  metrics_.BindRules(rules_->rules());
+  findings_.Add(metrics_sink_.get());
+}
 
 Agent::~Agent() = default;
 
@@ -78,7 +103,17 @@ bool Agent::Start(std::string* error) {
   http_.Handle("/metrics", [this] {
     return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics_.Serialize()};
   });
-  http_.Handle("/healthz", [] { return HttpResponse{200, "text/plain; charset=utf-8", "ok\n"}; });
+  // The loop answers: that is all liveness means, so a slow disk never restarts the agent.
+  http_.Handle("/healthz", [] {
+    return HttpResponse{200, "text/plain; charset=utf-8", "ok: event loop answering\n"};
+  });
+  http_.Handle("/readyz", [this] {
+    const std::string reason = NotReadyReason();
+    if (!reason.empty()) return HttpResponse{503, "text/plain; charset=utf-8", reason + "\n"};
+    return HttpResponse{200, "text/plain; charset=utf-8",
+                        "ready: " + std::to_string(rules_->rules().size()) + " rules, " +
+                            std::to_string(tailers_.size()) + " source(s)\n"};
+  });
   if (!http_.Listen(config_.http_address, config_.http_port, error)) return false;
   spdlog::info("serving /metrics on http://{}:{}/metrics", config_.http_address, http_.port());
 
@@ -92,18 +127,41 @@ bool Agent::Start(std::string* error) {
     const Metrics::SourceCounters counters = metrics_.ForSource(source.id);
     auto tailer = std::make_unique<FileTailer>(
         io_, std::move(options), [this, counters](const std::string&) {
-          return std::make_unique<FileStream>(rules_, sink_.get(), &scratch_,
+          return std::make_unique<FileStream>(rules_, &findings_, &scratch_,
                                               config_.max_line_bytes, metrics_, counters);
         });
     tailer->Start();
     tailers_.push_back(std::move(tailer));
   }
+  sources_started_ = true;
+  WaitForSignal();
+  return true;
+}
+
+void Agent::WaitForSignal() {
   signals_.async_wait([this](const boost::system::error_code& ec, int signal) {
     if (ec) return;
+    if (signal == SIGHUP) {
+      spdlog::warn("received SIGHUP: reload is not supported yet (issue 11); still running");
+      WaitForSignal();
+      return;
+    }
     spdlog::info("received {}, stopping", signal == SIGINT ? "SIGINT" : "SIGTERM");
     Stop();
   });
-  return true;
+}
+
+std::string Agent::NotReadyReason() const {
+  if (rules_->rules().empty()) return "not ready: no rules loaded";
+  if (!sources_started_) return "not ready: sources not started";
+  rlimit limit{};
+  const long open = OpenDescriptors();
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && open >= 0 && limit.rlim_cur != RLIM_INFINITY &&
+      static_cast<long>(limit.rlim_cur) - open < kReserveDescriptors) {
+    return "not ready: " + std::to_string(open) + " of " + std::to_string(limit.rlim_cur) +
+           " file descriptors in use";
+  }
+  return "";
 }
 
 void Agent::Run() { io_.run(); }

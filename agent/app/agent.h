@@ -1,11 +1,13 @@
 // Agent: the daemon behind `faultline run`. It wires the stages of DESIGN.md together on one
-// Asio event loop: file tailers -> framing and matching (one StreamPipeline per file) -> metrics,
-// and the HTTP listener that serves /metrics and /healthz.
+// Asio event loop: file tailers -> framing and matching (one StreamPipeline per file) -> the
+// finding fan-out (metrics first; the lifecycle tracker and alert policy are added to the same
+// fan-out) and the HTTP listener that serves /metrics, /healthz and /readyz.
 //
 // Everything runs on the one thread that calls Run(); Stop() may be called from a signal handler
-// installed on the same loop (Run installs one for SIGINT and SIGTERM). Start fails, with the
-// reason, only at load time (the listener cannot bind). Owns everything it creates; the RuleSet
-// is shared.
+// installed on the same loop (Start installs one for SIGINT and SIGTERM; SIGHUP is logged and
+// ignored until reload exists, so that a stray `kill -HUP` or a closed terminal never stops the
+// agent). Start fails, with the reason, only at load time (the listener cannot bind). Owns
+// everything it creates; the RuleSet is shared.
 #ifndef FAULTLINE_APP_AGENT_H_
 #define FAULTLINE_APP_AGENT_H_
 
@@ -18,6 +20,7 @@
 #include "agent/http/http_server.h"
 #include "agent/match/rule_set.h"
 #include "agent/sink/metrics.h"
+#include "agent/sink/signature_labels.h"
 #include "agent/source/file_tailer.h"
 
 namespace faultline {
@@ -36,12 +39,19 @@ class Agent {
   class MetricsSink;
   class FileStream;
 
+  void WaitForSignal();
+  // Why the agent is not ready to do its job; empty when it is (/readyz).
+  std::string NotReadyReason() const;
+
   const Config config_;
   const std::shared_ptr<const RuleSet> rules_;
   asio::io_context io_;
   asio::signal_set signals_;
+  SignatureLabels signature_labels_;
   Metrics metrics_;
-  std::unique_ptr<MetricsSink> sink_;
+  std::unique_ptr<MetricsSink> metrics_sink_;
+  FindingFanout findings_;
+  bool sources_started_ = false;
   MatchScratch scratch_;
   HttpServer http_;
   std::vector<std::unique_ptr<FileTailer>> tailers_;

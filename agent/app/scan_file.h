@@ -13,8 +13,9 @@
 
 namespace faultline {
 
-// Reads `fd` (not closed) to EOF as the stream `name`. `on_bytes` is told of every read. Returns
-// false, with `error` set, when a read fails; what was read before is still in the report.
+// Reads `fd` (not closed) to EOF as the stream `name`: a regular file through mappings, anything
+// else with read() (source/input_reader.h). `on_bytes` is told of every piece. Returns false, with
+// `error` set, when a read fails; what was read before is still in the report.
 bool ScanFd(int fd, const std::string& name, const std::shared_ptr<const RuleSet>& rules,
             MatchScratch& scratch, size_t max_line_bytes, ScanReport& report,
             const std::function<void(size_t)>& on_bytes, std::string* error);

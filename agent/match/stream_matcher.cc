@@ -3,6 +3,16 @@
 #include <algorithm>
 
 namespace faultline {
+namespace {
+
+// A prefix of `text` of at most `max` bytes; sets *truncated when it is shorter than `text`.
+std::string_view Preview(std::string_view text, size_t max, bool* truncated) {
+  if (text.size() <= max) return text;
+  *truncated = true;
+  return text.substr(0, max);
+}
+
+}  // namespace
 
 StreamMatcher::StreamMatcher(std::shared_ptr<const RuleSet> rules, FindingSink* sink)
     : rules_(std::move(rules)),
@@ -15,6 +25,8 @@ StreamMatcher::StreamMatcher(std::shared_ptr<const RuleSet> rules, FindingSink* 
 void StreamMatcher::Process(const LineBatch& batch, MatchScratch& scratch) {
   rules_->patterns().Match(batch, scratch, hits_);
   const uint64_t first = lines_seen_ + 1;
+  batch_ = &batch;
+  batch_first_line_ = first;
   size_t i = 0;
   while (i < hits_.size()) {
     size_t j = i;
@@ -25,12 +37,44 @@ void StreamMatcher::Process(const LineBatch& batch, MatchScratch& scratch) {
     i = j;
   }
   lines_seen_ += batch.size();
+  batch_ = nullptr;
+  RememberTail(batch);
   SettleExpired(lines_seen_ + 1);
+}
+
+void StreamMatcher::RememberTail(const LineBatch& batch) {
+  if (batch.empty()) return;
+  const size_t keep = std::min(batch.size(), Finding::kContextLines);
+  // Lines of the previous tail that are still among the last kContextLines stay.
+  const size_t old_keep = std::min(previous_tail_.size(), Finding::kContextLines - keep);
+  previous_tail_.erase(previous_tail_.begin(),
+                       previous_tail_.end() - static_cast<std::ptrdiff_t>(old_keep));
+  for (size_t i = batch.size() - keep; i < batch.size(); ++i) {
+    bool ignored = false;
+    previous_tail_.emplace_back(Preview(batch.line(i), kPendingContextBytes, &ignored));
+  }
+  previous_tail_last_line_ = lines_seen_;
+}
+
+void StreamMatcher::TakeContext(uint64_t line_number) {
+  context_views_.clear();
+  for (uint64_t n = line_number > Finding::kContextLines ? line_number - Finding::kContextLines : 1;
+       n < line_number; ++n) {
+    if (batch_ != nullptr && n >= batch_first_line_) {
+      bool ignored = false;
+      context_views_.push_back(
+          Preview(batch_->line(n - batch_first_line_), kPreviewBytes, &ignored));
+    } else if (n <= previous_tail_last_line_ &&
+               previous_tail_last_line_ - n < previous_tail_.size()) {
+      context_views_.push_back(
+          previous_tail_[previous_tail_.size() - 1 - (previous_tail_last_line_ - n)]);
+    }
+  }
 }
 
 void StreamMatcher::SettlePending() {
   while (!pending_.empty()) {
-    Settle(pending_.front(), pending_.front().text);
+    Settle(pending_.front());
     pending_.pop_front();
   }
 }
@@ -64,7 +108,7 @@ void StreamMatcher::ProcessLine(uint64_t line_number, std::string_view text,
     if (changed) {
       for (auto it = pending_.begin(); it != pending_.end();) {
         if (IsDecided(*it)) {
-          Settle(*it, it->text);
+          Settle(*it);
           it = pending_.erase(it);
         } else {
           ++it;
@@ -73,14 +117,33 @@ void StreamMatcher::ProcessLine(uint64_t line_number, std::string_view text,
     }
   }
 
-  // New hits.
+  // New hits: specific rules first. A generic rule gives way to a specific one that raises the
+  // same line; while that specific hit waits for context, the generic one waits with it.
+  Outcome specific = Outcome::kNone;
+  uint64_t specific_deadline = 0;
   for (const PatternSet::Hit& hit : hits) {
     for (const PatternRef& ref : rules_->refs(hit.pattern)) {
-      if (ref.role == PatternRole::kMatch) {
-        Trigger(ref.rule, line_number, line_number, text);
+      if (ref.role == PatternRole::kMatch && !rules_->rules()[ref.rule].generic) {
+        const Outcome outcome = Trigger(ref.rule, line_number, line_number, text, false);
+        if (outcome == Outcome::kPending) {
+          specific_deadline = std::max(specific_deadline, pending_.back().deadline);
+        }
+        specific = std::max(specific, outcome);
       } else if (ref.role == PatternRole::kSequenceStep) {
         if (sequence_masks_[ref.sequence] == 0) touched_sequences_.push_back(ref.sequence);
         sequence_masks_[ref.sequence] |= 1u << ref.step;
+      }
+    }
+  }
+  if (specific != Outcome::kEmitted) {
+    for (const PatternSet::Hit& hit : hits) {
+      for (const PatternRef& ref : rules_->refs(hit.pattern)) {
+        if (ref.role != PatternRole::kMatch || !rules_->rules()[ref.rule].generic) continue;
+        if (specific == Outcome::kPending) {
+          TriggerYielding(ref.rule, line_number, text, specific_deadline);
+        } else {
+          Trigger(ref.rule, line_number, line_number, text, false);
+        }
       }
     }
   }
@@ -104,7 +167,7 @@ void StreamMatcher::AdvanceSequence(uint32_t sequence, uint32_t step_mask, uint6
       const SequenceProgress done = std::move(progress);
       progress = SequenceProgress{};
       if (!done.start_line_counted) {
-        Trigger(spec.rule, done.start_line, line_number, done.start_text);
+        Trigger(spec.rule, done.start_line, line_number, done.start_text, done.start_truncated);
       }
     }
     return;
@@ -112,7 +175,8 @@ void StreamMatcher::AdvanceSequence(uint32_t sequence, uint32_t step_mask, uint6
   if (step_mask & 1u) {
     progress.next_step = 1;
     progress.start_line = line_number;
-    progress.start_text.assign(text);
+    progress.start_truncated = false;
+    progress.start_text.assign(Preview(text, kPreviewBytes, &progress.start_truncated));
     // Single-line patterns of this line were triggered before sequences advance.
     progress.start_line_counted = last_triggered_[spec.rule] == line_number;
   }
@@ -127,53 +191,111 @@ bool StreamMatcher::SeenWithin(std::span<const uint32_t> patterns, uint64_t line
   return false;
 }
 
-void StreamMatcher::Trigger(uint32_t rule, uint64_t line_number, uint64_t context_line,
-                            std::string_view text) {
+StreamMatcher::Outcome StreamMatcher::Trigger(uint32_t rule, uint64_t line_number,
+                                              uint64_t context_line, std::string_view text,
+                                              bool truncated) {
   // A line counts once per rule, however many of the rule's patterns it matches.
-  if (last_triggered_[rule] == line_number) return;
+  if (last_triggered_[rule] == line_number) return Outcome::kNone;
   last_triggered_[rule] = std::max(last_triggered_[rule], line_number);
   const Rule& r = rules_->rules()[rule];
+  TakeLabels(rule, text);
+  TakeContext(line_number);
   if (!r.context) {
-    Emit(rule, r.severity, line_number, text);
-    return;
+    Emit(rule, r.severity, line_number, text, truncated);
+    return Outcome::kEmitted;
   }
   const ContextSpec& ctx = *r.context;
   Pending p{rule,
             line_number,
             context_line + static_cast<uint64_t>(ctx.within_lines),
-            {},
             SeenWithin(rules_->requires_any(rule), context_line, ctx.within_lines),
             SeenWithin(rules_->preceded_by(rule), context_line, ctx.within_lines)};
-  if (IsDecided(p)) {
-    Settle(p, text);
-    return;
+  if (IsDecided(p)) return Settle(p, text, truncated) ? Outcome::kEmitted : Outcome::kNone;
+  Enqueue(std::move(p), text, truncated);
+  return Outcome::kPending;
+}
+
+void StreamMatcher::TriggerYielding(uint32_t rule, uint64_t line_number, std::string_view text,
+                                    uint64_t deadline) {
+  if (last_triggered_[rule] == line_number) return;
+  last_triggered_[rule] = line_number;
+  const Rule& r = rules_->rules()[rule];
+  TakeLabels(rule, text);
+  TakeContext(line_number);
+  Pending p{rule, line_number, deadline, false, false};
+  p.yields = true;
+  if (r.context) {
+    const ContextSpec& ctx = *r.context;
+    p.deadline = std::max(deadline, line_number + static_cast<uint64_t>(ctx.within_lines));
+    p.confirmed = SeenWithin(rules_->requires_any(rule), line_number, ctx.within_lines);
+    p.downgraded = SeenWithin(rules_->preceded_by(rule), line_number, ctx.within_lines);
   }
+  ++yielding_;
+  Enqueue(std::move(p), text, false);
+}
+
+void StreamMatcher::Enqueue(Pending p, std::string_view text, bool truncated) {
   if (pending_.size() >= kMaxPending) {
-    Settle(pending_.front(), pending_.front().text);
+    Settle(pending_.front());
     pending_.pop_front();
+    // Settling reported another hit; this one's labels and context are taken again.
+    TakeLabels(p.rule, text);
+    TakeContext(p.line);
   }
-  p.text.assign(text);
+  p.preview_truncated = truncated;
+  p.preview.assign(Preview(text, kPreviewBytes, &p.preview_truncated));
+  p.labels = label_values_;
+  for (std::string_view line : context_views_) {
+    bool ignored = false;
+    p.context_before.emplace_back(Preview(line, kPendingContextBytes, &ignored));
+  }
   earliest_deadline_ = pending_.empty() ? p.deadline : std::min(earliest_deadline_, p.deadline);
   pending_.push_back(std::move(p));
 }
 
 bool StreamMatcher::IsDecided(const Pending& p) const {
-  const ContextSpec& ctx = *rules_->rules()[p.rule].context;
-  const bool requirement_known = ctx.requires_any.empty() || p.confirmed;
-  const bool downgrade_known = ctx.downgrade_if_followed_by.empty() || p.downgraded;
+  if (p.yields) {
+    for (const Pending& other : pending_) {
+      if (!other.yields && other.line == p.line) return false;  // the specific hit is undecided
+    }
+  }
+  const std::optional<ContextSpec>& ctx = rules_->rules()[p.rule].context;
+  if (!ctx) return true;
+  const bool requirement_known = ctx->requires_any.empty() || p.confirmed;
+  const bool downgrade_known = ctx->downgrade_if_followed_by.empty() || p.downgraded;
   return requirement_known && downgrade_known;
 }
 
-void StreamMatcher::Settle(const Pending& p, std::string_view text) {
+std::optional<Severity> StreamMatcher::SettledSeverity(const Pending& p) const {
   const Rule& r = rules_->rules()[p.rule];
+  if (p.yields &&
+      std::find(specific_raised_.begin(), specific_raised_.end(), p.line) != specific_raised_.end()) {
+    return std::nullopt;  // a specific rule explained the line
+  }
+  if (!r.context) return r.severity;
   const ContextSpec& ctx = *r.context;
   Severity severity = r.severity;
   if (!ctx.requires_any.empty() && !p.confirmed) {
-    if (!ctx.unconfirmed_severity) return;
+    if (!ctx.unconfirmed_severity) return std::nullopt;
     severity = *ctx.unconfirmed_severity;
   }
   if (p.downgraded) severity = std::min(severity, ctx.downgrade_to);
-  Emit(p.rule, severity, p.line, text);
+  return severity;
+}
+
+bool StreamMatcher::Settle(const Pending& p, std::string_view text, bool truncated) {
+  const std::optional<Severity> severity = SettledSeverity(p);
+  if (severity) Emit(p.rule, *severity, p.line, text, truncated);
+  return severity.has_value();
+}
+
+void StreamMatcher::Settle(const Pending& p) {
+  const std::optional<Severity> severity = SettledSeverity(p);
+  if (p.yields && --yielding_ == 0) specific_raised_.clear();
+  if (!severity) return;
+  label_values_ = p.labels;
+  context_views_.assign(p.context_before.begin(), p.context_before.end());
+  Emit(p.rule, *severity, p.line, p.preview, p.preview_truncated);
 }
 
 void StreamMatcher::SettleExpired(uint64_t line_number) {
@@ -183,7 +305,7 @@ void StreamMatcher::SettleExpired(uint64_t line_number) {
   earliest_deadline_ = UINT64_MAX;
   for (auto it = pending_.begin(); it != pending_.end();) {
     if (it->deadline < line_number) {
-      Settle(*it, it->text);
+      Settle(*it);
       it = pending_.erase(it);
     } else {
       earliest_deadline_ = std::min(earliest_deadline_, it->deadline);
@@ -192,8 +314,7 @@ void StreamMatcher::SettleExpired(uint64_t line_number) {
   }
 }
 
-void StreamMatcher::Emit(uint32_t rule, Severity severity, uint64_t line_number,
-                         std::string_view text) {
+void StreamMatcher::TakeLabels(uint32_t rule, std::string_view text) {
   const auto regexes = rules_->label_regexes(rule);
   label_values_.resize(regexes.size());
   for (size_t i = 0; i < regexes.size(); ++i) {
@@ -201,13 +322,20 @@ void StreamMatcher::Emit(uint32_t rule, Severity severity, uint64_t line_number,
     if (!RE2::PartialMatch(text, *regexes[i], &value)) value = re2::StringPiece();
     label_values_[i].assign(value.data(), value.size());
   }
+}
+
+void StreamMatcher::Emit(uint32_t rule, Severity severity, uint64_t line_number,
+                         std::string_view text, bool truncated) {
+  if (yielding_ > 0 && !rules_->rules()[rule].generic) specific_raised_.push_back(line_number);
   Finding finding;
   finding.rule = &rules_->rules()[rule];
   finding.rule_index = rule;
   finding.severity = severity;
   finding.line_number = line_number;
   finding.text = text;
+  finding.text_truncated = truncated;
   finding.label_values = label_values_;
+  finding.context_before = context_views_;
   sink_->OnFinding(finding);
 }
 

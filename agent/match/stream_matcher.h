@@ -13,6 +13,14 @@
 // Finish() at end of input. So pending context never loses a finding and delays one at most by the window or the
 // owner's quiet timeout. Findings come out in the order they are settled.
 //
+// When several rules raise one line, each counts it once; a `generic` rule (a catch-all such as a
+// `CUDA error: <message>` line) stays silent on a line whose fingerprint a rule that is not generic
+// also matched, since that rule explains the line better.
+//
+// Memory is bounded per stream: a pending hit keeps a preview of its line (kPreviewBytes), its
+// label values and a few context lines (kPendingContextBytes each), never the whole line, so
+// kMaxPending hits of 64 MiB lines cost a few MiB, not GiBs.
+//
 // Lines with no candidate pattern cost nothing here; work is per hit. Process never throws and,
 // after warm-up, allocates only for hits that become pending or carry labels.
 // Not thread-safe: one StreamMatcher per stream, used on one thread. The RuleSet and the sink
@@ -23,6 +31,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +47,10 @@ class StreamMatcher {
   // Pending hits kept per stream; beyond this the oldest is settled early with what is known,
   // so a flood of context hits costs bounded memory.
   static constexpr size_t kMaxPending = 1024;
+  // What a finding keeps of a line that is not at hand any more (a pending hit, the first line
+  // of a sequence, the lines before a batch): enough to read the message, not a 64 MiB blob.
+  static constexpr size_t kPreviewBytes = 4096;
+  static constexpr size_t kPendingContextBytes = 512;
 
   StreamMatcher(std::shared_ptr<const RuleSet> rules, FindingSink* sink);
 
@@ -57,14 +70,20 @@ class StreamMatcher {
     uint32_t rule;
     uint64_t line;
     uint64_t deadline;  // last line that can still decide it
-    std::string text;
     bool confirmed;
     bool downgraded;
+    // A generic hit waiting for the specific hits of its line: dropped if one of them is raised.
+    bool yields = false;
+    std::string preview;  // at most kPreviewBytes of the hit line
+    bool preview_truncated = false;
+    std::vector<std::string> labels;  // taken from the whole line when it was seen
+    std::vector<std::string> context_before;
   };
   struct SequenceProgress {
     uint32_t next_step = 0;
     uint64_t start_line = 0;
-    std::string start_text;
+    std::string start_text;  // at most kPreviewBytes of the first step's line
+    bool start_truncated = false;
     // The rule was already raised on the start line by a single-line pattern: completing the
     // sequence must not count that line again.
     bool start_line_counted = false;
@@ -72,17 +91,38 @@ class StreamMatcher {
 
   void ProcessLine(uint64_t line_number, std::string_view text,
                    std::span<const PatternSet::Hit> hits);
+  // What became of a hit, ordered so that the strongest of several is their maximum.
+  enum class Outcome { kNone, kPending, kEmitted };
   // A hit of `rule` reported at `line_number`. Context windows are measured from `context_line`:
-  // the hit line itself, or the line that completed a sequence.
-  void Trigger(uint32_t rule, uint64_t line_number, uint64_t context_line, std::string_view text);
+  // the hit line itself, or the line that completed a sequence. `truncated`: `text` is a preview.
+  Outcome Trigger(uint32_t rule, uint64_t line_number, uint64_t context_line,
+                  std::string_view text, bool truncated);
+  // A hit of generic `rule` on a line whose specific hits are pending until `deadline`.
+  void TriggerYielding(uint32_t rule, uint64_t line_number, std::string_view text,
+                       uint64_t deadline);
+  // Keeps `p` pending, with a preview of `text` and the labels and context taken for it.
+  void Enqueue(Pending p, std::string_view text, bool truncated);
   void AdvanceSequence(uint32_t sequence, uint32_t step_mask, uint64_t line_number,
                        std::string_view text);
   bool SeenWithin(std::span<const uint32_t> patterns, uint64_t line, int window) const;
   bool IsDecided(const Pending& p) const;
-  // Reports `p` with what is known now; `text` is its hit line.
-  void Settle(const Pending& p, std::string_view text);
+  // The severity `p` is reported at with what is known now; nothing when it is dropped.
+  std::optional<Severity> SettledSeverity(const Pending& p) const;
+  // Reports `p` with what is known now: from its stored preview, or from its line at hand, with
+  // the labels and context already taken for it.
+  void Settle(const Pending& p);
+  // Returns whether it was reported (not dropped).
+  bool Settle(const Pending& p, std::string_view text, bool truncated);
   void SettleExpired(uint64_t line_number);
-  void Emit(uint32_t rule, Severity severity, uint64_t line_number, std::string_view text);
+  // Fills label_values_ with `rule`'s label captures from `text`.
+  void TakeLabels(uint32_t rule, std::string_view text);
+  // Points context_views_ at the lines before `line_number` that are still at hand.
+  void TakeContext(uint64_t line_number);
+  // Reports a finding whose labels are in label_values_ and context in context_views_.
+  void Emit(uint32_t rule, Severity severity, uint64_t line_number, std::string_view text,
+            bool truncated);
+  // Keeps the last lines of `batch` for the context of hits early in the next batch.
+  void RememberTail(const LineBatch& batch);
 
   const std::shared_ptr<const RuleSet> rules_;
   FindingSink* const sink_;
@@ -97,6 +137,16 @@ class StreamMatcher {
   std::vector<uint32_t> sequence_masks_;  // per sequence: steps matched on the current line
   std::vector<uint32_t> touched_sequences_;
   std::vector<std::string> label_values_;
+  std::vector<std::string_view> context_views_;
+  // Pending generic hits that yield, and the lines specific rules raised while there were any.
+  size_t yielding_ = 0;
+  std::vector<uint64_t> specific_raised_;
+  // The batch being processed and the stream line number of its first line, for context.
+  const LineBatch* batch_ = nullptr;
+  uint64_t batch_first_line_ = 0;
+  // The last lines of the previous batch (previews), oldest first, and the number of the last.
+  std::vector<std::string> previous_tail_;
+  uint64_t previous_tail_last_line_ = 0;
 };
 
 }  // namespace faultline

@@ -18,18 +18,22 @@ constexpr char kSeverityLabel[] = "severity";
 
 std::size_t SeverityIndex(Severity severity) { return static_cast<std::size_t>(severity); }
 
-// Cuts `text` (valid UTF-8) to at most `max` bytes without splitting a character.
-void TruncateUtf8(std::string& text, std::size_t max) {
-  if (text.size() <= max) return;
-  std::size_t end = max;
-  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
-  text.resize(end);
-}
-
 }  // namespace
 
 Metrics::Metrics(const std::vector<Rule>& rules)
-    : registry_(std::make_unique<prometheus::Registry>()) {
+    : owned_labels_(std::make_unique<SignatureLabels>()),
+      labels_(*owned_labels_),
+      registry_(std::make_unique<prometheus::Registry>()) {
+  RegisterFamilies();
+  BindRules(rules);
+}
+
+Metrics::Metrics(SignatureLabels& labels)
+    : labels_(labels), registry_(std::make_unique<prometheus::Registry>()) {
+  RegisterFamilies();
+}
+
+void Metrics::RegisterFamilies() {
   matches_ = &prometheus::BuildCounter()
                   .Name("faultline_signature_matches_total")
                   .Help("Lines recognised as a known failure, by rule id and effective severity.")
@@ -47,87 +51,77 @@ Metrics::Metrics(const std::vector<Rule>& rules)
                     .Help("Lines cut at framing.max_line_bytes.")
                     .Register(*registry_)
                     .Add({});
-  prometheus::BuildGauge()
-      .Name("faultline_rules_loaded")
-      .Help("Rules in the running rule pack.")
-      .Register(*registry_)
-      .Add({})
-      .Set(static_cast<double>(rules.size()));
+  rules_loaded_ = &prometheus::BuildGauge()
+                       .Name("faultline_rules_loaded")
+                       .Help("Rules in the running rule pack.")
+                       .Register(*registry_)
+                       .Add({});
   prometheus::BuildGauge()
       .Name("faultline_build_info")
       .Help("Always 1; the version label says which faultline is running.")
       .Register(*registry_)
       .Add({{"version", kVersion}})
       .Set(1);
-
-  rules_.reserve(rules.size());
-  plain_counters_.assign(rules.size() * kSeverityCount, nullptr);
-  for (std::size_t i = 0; i < rules.size(); ++i) {
-    const Rule& rule = rules[i];
-    RuleMetrics& m = rules_.emplace_back();
-    m.id = rule.id;
-    m.max_label_values = rule.max_label_values;
-    for (std::size_t l = 0; l < rule.labels.size(); ++l) {
-      const std::string& name = rule.labels[l].name;
-      // The rule loader already rejects these names. A Rule built another way must still not
-      // reach Family::Add, which throws on them, on the per-line path: such a label is dropped.
-      if (name == kSignatureLabel || name == kSeverityLabel || !prometheus::CheckLabelName(name)) {
-        continue;
-      }
-      m.labels.push_back(RuleMetrics::Label{name, l, {}});
-    }
-    if (SeverityIndex(rule.severity) < kSeverityCount) {
-      PlainCounter(static_cast<uint32_t>(i), rule.severity);
-    }
-  }
 }
 
-prometheus::Counter& Metrics::PlainCounter(uint32_t rule_index, Severity severity) {
-  prometheus::Counter*& slot =
-      plain_counters_[rule_index * kSeverityCount + SeverityIndex(severity)];
+void Metrics::BindRules(const std::vector<Rule>& rules) {
+  if (owned_labels_ != nullptr) labels_.Bind(rules);
+  std::map<std::string, RuleSeries> next;
+  bound_.clear();
+  bound_.reserve(rules.size());
+  for (const Rule& rule : rules) {
+    std::vector<std::string> names;
+    for (const LabelSpec& label : rule.labels) {
+      if (!SignatureLabels::IsReservedName(label.name)) names.push_back(label.name);
+    }
+    auto old = by_id_.find(rule.id);
+    RuleSeries series;
+    if (old != by_id_.end() && old->second.label_names == names) {
+      series = std::move(old->second);
+      by_id_.erase(old);
+    }
+    series.label_names = std::move(names);
+    auto [it, inserted] = next.emplace(rule.id, std::move(series));
+    bound_.emplace_back(&it->first, &it->second);
+    if (SeverityIndex(rule.severity) < kSeverityCount) {
+      PlainCounter(it->first, it->second, rule.severity);
+    }
+  }
+  // What is left are the series of rules that are gone (or changed their labels).
+  for (auto& [id, series] : by_id_) {
+    for (prometheus::Counter* child : series.children) matches_->Remove(child);
+  }
+  by_id_ = std::move(next);
+  rules_loaded_->Set(static_cast<double>(rules.size()));
+}
+
+prometheus::Counter& Metrics::PlainCounter(const std::string& id, RuleSeries& series,
+                                           Severity severity) {
+  prometheus::Counter*& slot = series.plain[SeverityIndex(severity)];
   if (slot == nullptr) {
-    slot = &matches_->Add({{kSignatureLabel, rules_[rule_index].id},
-                           {kSeverityLabel, std::string(SeverityName(severity))}});
+    slot = &matches_->Add(
+        {{kSignatureLabel, id}, {kSeverityLabel, std::string(SeverityName(severity))}});
+    series.children.push_back(slot);
   }
   return *slot;
 }
 
 void Metrics::CountFinding(const Finding& finding) {
-  if (finding.rule_index >= rules_.size() || SeverityIndex(finding.severity) >= kSeverityCount) {
+  if (finding.rule_index >= bound_.size() || SeverityIndex(finding.severity) >= kSeverityCount) {
     return;
   }
-  RuleMetrics& rule = rules_[finding.rule_index];
-  if (rule.labels.empty()) {
-    PlainCounter(finding.rule_index, finding.severity).Increment();
-  } else {
-    CountLabelled(rule, finding);
+  auto [id, series] = bound_[finding.rule_index];
+  if (series->label_names.empty()) {
+    PlainCounter(*id, *series, finding.severity).Increment();
+    return;
   }
-}
-
-void Metrics::CountLabelled(RuleMetrics& rule, const Finding& finding) {
-  prometheus::Labels labels = {{kSignatureLabel, rule.id},
+  prometheus::Labels labels = {{kSignatureLabel, *id},
                                {kSeverityLabel, std::string(SeverityName(finding.severity))}};
-  for (RuleMetrics::Label& label : rule.labels) {
-    std::string_view raw;
-    if (label.index < finding.label_values.size()) raw = finding.label_values[label.index];
-    std::string value;
-    if (raw.empty()) {
-      value = kUnknownLabelValue;
-    } else {
-      value = SanitizeUtf8(raw);
-      TruncateUtf8(value, kMaxLabelValueBytes);
-      if (!label.seen.contains(value)) {
-        if (label.seen.size() < static_cast<std::size_t>(rule.max_label_values)) {
-          label.seen.insert(value);
-        } else {
-          value = kOverflowLabelValue;
-        }
-      }
-    }
-    labels.emplace(label.name, std::move(value));
-  }
+  for (const auto& [name, value] : labels_.Resolve(finding)) labels.emplace(name, value);
   // Add returns the existing child when these labels were seen before.
-  matches_->Add(labels).Increment();
+  prometheus::Counter& child = matches_->Add(labels);
+  if (child.Value() == 0) series->children.push_back(&child);
+  child.Increment();
 }
 
 Metrics::SourceCounters Metrics::ForSource(const std::string& id) {

@@ -1,19 +1,21 @@
 // Metrics: the agent's Prometheus metrics, in a prometheus-cpp Registry that the HTTP server
 // serves through Serialize() (DESIGN.md section 6).
 //
-// Everything that can be registered up front is registered at construction: one
+// Everything that can be registered up front is registered when rules are bound: one
 // faultline_signature_matches_total child per rule at 0 (so `increase()` and absence alerts work
 // before the first hit), the build info and the number of rules. The hot path then only
 // increments: CountFinding on a rule without labels indexes a vector of cached Counter pointers,
 // no map lookup, no allocation after the first hit per (rule, severity). Rules with labels take a
-// slower, allocating path; their label values are sanitised to valid UTF-8, bounded in length,
-// and capped at the rule's max_label_values distinct values per label (later values count under
-// `__overflow__`, an empty capture under `unknown`), so a log can never grow the series count
-// without bound.
+// slower, allocating path; their labels are bounded by SignatureLabels (signature_labels.h), so a
+// log can never grow the series count without bound.
+//
+// Series are keyed by rule id, not by the rule's place in a rule set: BindRules with a reloaded
+// set keeps the counters of rules whose id (and label names) did not change, starts new rules at
+// 0 and removes the series of rules that are gone.
 //
 // Metrics owns its Registry; the Counter pointers it hands out (ForSource) live as long as it.
 // Nothing fails after construction. Not thread-safe: call every method from one thread (the
-// agent's event loop). It keeps no reference to the rules it was built from.
+// agent's event loop). It keeps no reference to the rules it was bound to.
 #ifndef FAULTLINE_SINK_METRICS_H_
 #define FAULTLINE_SINK_METRICS_H_
 
@@ -24,31 +26,33 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
-#include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "agent/match/finding.h"
 #include "agent/rules/rule.h"
+#include "agent/sink/signature_labels.h"
 
 namespace faultline {
 
 class Metrics {
  public:
-  // Label values for a capture that matched nothing, and for values beyond a rule's cap.
-  static constexpr char kUnknownLabelValue[] = "unknown";
-  static constexpr char kOverflowLabelValue[] = "__overflow__";
-  // A capture is cut (at a UTF-8 character boundary) to this many bytes: a label names a thing
-  // (a library, a GPU), it does not carry a message.
-  static constexpr std::size_t kMaxLabelValueBytes = 128;
-
-  // Registers every family, with a zero child {signature=id, severity=declared} per rule.
-  // `rules` are in RuleSet order: Finding::rule_index indexes them.
+  // Registers every family. `labels` bounds label values; it is shared with the other stages
+  // that name signatures, and must outlive this object.
+  explicit Metrics(SignatureLabels& labels);
+  // For a Metrics of its own rules: owns its SignatureLabels and binds `rules`.
   explicit Metrics(const std::vector<Rule>& rules);
 
   Metrics(const Metrics&) = delete;
   Metrics& operator=(const Metrics&) = delete;
+
+  // Makes `rules` (in RuleSet order: Finding::rule_index indexes them) the counted rules, with a
+  // zero child {signature=id, severity=declared} for each new rule. Binds the SignatureLabels
+  // too when this object owns it; a shared one is bound by its owner.
+  void BindRules(const std::vector<Rule>& rules);
 
   // Counts one finding under its effective severity (a downgraded hit counts as what it was
   // downgraded to). REQUIRES: the finding comes from the rules given to the constructor; a
@@ -72,22 +76,20 @@ class Metrics {
  private:
   static constexpr std::size_t kSeverityCount = 4;
 
-  // What CountFinding needs of a rule, copied so the rules need not outlive this object.
-  struct RuleMetrics {
-    std::string id;
-    int max_label_values = Rule::kDefaultMaxLabelValues;
-    // Per usable label: its name, its index in Rule::labels / Finding::label_values, and the
-    // distinct values seen so far (at most max_label_values).
-    struct Label {
-      std::string name;
-      std::size_t index = 0;
-      std::unordered_set<std::string> seen;
-    };
-    std::vector<Label> labels;
+  // The series of one rule id.
+  struct RuleSeries {
+    std::vector<std::string> label_names;
+    // {signature, severity} children of a rule without labels, by severity; null until needed.
+    prometheus::Counter* plain[kSeverityCount] = {};
+    // Every child created for the rule, so that its series go when the rule goes.
+    std::vector<prometheus::Counter*> children;
   };
 
-  void CountLabelled(RuleMetrics& rule, const Finding& finding);
-  prometheus::Counter& PlainCounter(uint32_t rule_index, Severity severity);
+  void RegisterFamilies();
+  prometheus::Counter& PlainCounter(const std::string& id, RuleSeries& series, Severity severity);
+
+  std::unique_ptr<SignatureLabels> owned_labels_;
+  SignatureLabels& labels_;
 
   // The registry and its families are created once; the families live inside the registry.
   std::unique_ptr<prometheus::Registry> registry_;
@@ -95,11 +97,11 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* lines_;
   prometheus::Family<prometheus::Counter>* bytes_;
   prometheus::Counter* truncated_;
+  prometheus::Gauge* rules_loaded_;
 
-  std::vector<RuleMetrics> rules_;
-  // [rule_index * kSeverityCount + severity]: the {signature, severity} child of a rule without
-  // labels; null until that severity is first seen.
-  std::vector<prometheus::Counter*> plain_counters_;
+  std::map<std::string, RuleSeries> by_id_;
+  // By rule index of the bound rules: the rule's id and its series (nodes of by_id_).
+  std::vector<std::pair<const std::string*, RuleSeries*>> bound_;
 };
 
 }  // namespace faultline

@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -75,7 +76,7 @@ Completed RunFaultline(const std::vector<std::string>& args, const std::string& 
   return c;
 }
 
-Daemon::Daemon(const std::vector<std::string>& args) {
+Daemon::Daemon(const std::vector<std::string>& args, int max_open_files) {
   stderr_path_ = TempDir("daemon") + "/stderr";
   std::vector<std::string> storage;
   std::vector<char*> argv = Argv(args, storage);
@@ -86,6 +87,10 @@ Daemon::Daemon(const std::vector<std::string>& args) {
     dup2(null, 0);
     dup2(err, 1);
     dup2(err, 2);
+    if (max_open_files > 0) {
+      const rlimit limit{static_cast<rlim_t>(max_open_files), static_cast<rlim_t>(max_open_files)};
+      setrlimit(RLIMIT_NOFILE, &limit);
+    }
     execv(argv[0], argv.data());
     _exit(127);
   }

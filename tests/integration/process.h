@@ -24,12 +24,14 @@ Completed RunFaultline(const std::vector<std::string>& args, const std::string& 
 // A background faultline process; killed (SIGKILL) on destruction if still running.
 class Daemon {
  public:
-  explicit Daemon(const std::vector<std::string>& args);
+  // `max_open_files` > 0 sets the child's RLIMIT_NOFILE (soft and hard) before exec.
+  explicit Daemon(const std::vector<std::string>& args, int max_open_files = 0);
   ~Daemon();
   // Sends `signal` and waits for exit; returns the exit status (or 128+signal).
   int Stop(int signal);
   std::string Stderr() const;
   bool running();
+  pid_t pid() const { return pid_; }
 
  private:
   pid_t pid_ = -1;

@@ -198,5 +198,41 @@ TEST_F(RunTest, CheckReportsEveryConfigErrorWithFileLineAndKey) {
   EXPECT_THAT(ok.out, HasSubstr("3 rules"));
 }
 
+TEST_F(RunTest, SighupNeitherStopsTheAgentNorLosesCounts) {
+  Daemon agent({"run", "-c", WriteConfig("beginning")});
+  Append("a.log", "CUDA out of memory\n");
+  ASSERT_TRUE(MetricsReach(kOomError, 1)) << agent.Stderr();
+  ASSERT_TRUE(agent.running());
+  kill(agent.pid(), SIGHUP);
+  kill(agent.pid(), SIGHUP);
+  Append("a.log", "CUDA out of memory\n");
+  EXPECT_TRUE(MetricsReach(kOomError, 2)) << agent.Stderr();
+  EXPECT_TRUE(Eventually([&] { return agent.Stderr().find("SIGHUP") != std::string::npos; }))
+      << agent.Stderr();
+  EXPECT_TRUE(agent.running());
+  EXPECT_EQ(0, agent.Stop(SIGTERM));
+}
+
+TEST_F(RunTest, ReadyzSaysReadyWithARuleCountAndHealthzThatTheLoopAnswers) {
+  Daemon agent({"run", "-c", WriteConfig("end")});
+  std::string body;
+  ASSERT_TRUE(Eventually([&] { return HttpGet(port_, "/readyz", &body) == 200; }))
+      << agent.Stderr();
+  EXPECT_THAT(body, HasSubstr("ready: 3 rules, 1 source(s)"));
+  EXPECT_EQ(200, HttpGet(port_, "/healthz", &body));
+  EXPECT_THAT(body, HasSubstr("event loop answering"));
+}
+
+TEST_F(RunTest, ReadyzIsNotReadyWhenDescriptorsRunOut) {
+  // So few descriptors that the agent's own (listener, inotify, epoll, log) leave no reserve.
+  Daemon agent({"run", "-c", WriteConfig("end")}, /*max_open_files=*/40);
+  std::string body;
+  ASSERT_TRUE(Eventually([&] { return HttpGet(port_, "/readyz", &body) == 503; }))
+      << agent.Stderr() << body;
+  EXPECT_THAT(body, HasSubstr("file descriptors in use"));
+  // Still alive and serving.
+  EXPECT_EQ(200, HttpGet(port_, "/healthz", &body));
+}
+
 }  // namespace
 }  // namespace faultline

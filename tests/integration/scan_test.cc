@@ -186,6 +186,35 @@ TEST_F(ScanTest, SeveralFilesAreOneReport) {
   EXPECT_EQ(a, doc["findings"][0]["first"]["file"]);
 }
 
+TEST_F(ScanTest, MappedFileAndPipeGiveTheSameReport) {
+  // A file is read through mapped windows of a few MiB, a pipe with read(): the same bytes must
+  // give the same report, with hits straddling every window boundary and a "\r\n" split by one.
+  const std::string hit = "RuntimeError: CUDA out of memory. Tried to allocate 1 GiB";
+  std::string text;
+  for (size_t boundary = 1 << 20; boundary <= 9u << 20; boundary += 1 << 20) {
+    // Odd MiB: the hit line straddles the boundary; even: its "\r" ends just before it.
+    const size_t start = boundary % (2 << 20) != 0 ? boundary - hit.size() / 2
+                                                   : boundary - hit.size() - 1;
+    while (text.size() + 80 < start) text += "step ok, loss 1.25\n";
+    text.append(start - 1 - text.size(), '.');
+    text += "\n" + hit + "\r\n";
+  }
+  text += "Gradient overflow. Skipping step\r";
+  const std::string log = Write("big.log", text);
+  const auto from_file = RunFaultline(Scan({"--format", "json", log}));
+  const auto from_pipe = RunFaultline(Scan({"--format", "json", "-"}), text);
+  ASSERT_EQ(1, from_file.exit_code) << from_file.err;
+  auto file_doc = nlohmann::json::parse(from_file.out);
+  auto pipe_doc = nlohmann::json::parse(from_pipe.out);
+  EXPECT_EQ(9, file_doc["findings"][0]["count"]);
+  EXPECT_EQ(hit, file_doc["findings"][0]["first"]["text"]);
+  EXPECT_EQ(pipe_doc["lines"], file_doc["lines"]);
+  for (auto* doc : {&file_doc, &pipe_doc}) {
+    for (auto& f : (*doc)["findings"]) f["first"].erase("file");
+  }
+  EXPECT_EQ(pipe_doc["findings"], file_doc["findings"]);
+}
+
 TEST_F(ScanTest, MissingFileIsAUsageError) {
   const auto r = RunFaultline(Scan({dir_ + "/nope.log"}));
   EXPECT_EQ(2, r.exit_code);

@@ -248,5 +248,109 @@ TEST(StreamMatcher, LineNumbersContinueAcrossBatches) {
   EXPECT_EQ(6u, seen[1].line);
 }
 
+TEST(StreamMatcher, AGenericRuleGivesWayToASpecificOneOnTheSameLine) {
+  auto rules = Rules(Rule("id: gpu.cuda_error\nseverity: error\ngeneric: true\n"
+                          "match: ['CUDA error: ']\n") +
+                     "---\n" + Rule("id: gpu.oom\nseverity: error\nmatch: ['out of memory']\n"));
+  EXPECT_THAT(Scan(rules, {"CUDA error: out of memory", "CUDA error: misaligned address"}),
+              ::testing::ElementsAre(
+                  Seen{"gpu.oom", Severity::kError, 1, "CUDA error: out of memory", {}},
+                  Seen{"gpu.cuda_error", Severity::kError, 2, "CUDA error: misaligned address",
+                       {}}));
+}
+
+TEST(StreamMatcher, AGenericRuleSpeaksWhenTheSpecificOneIsDroppedByItsContext) {
+  // The specific rule only counts near a deepspeed build; elsewhere the generic one names the line.
+  auto rules = Rules(Rule("id: pip.subprocess\nseverity: error\ngeneric: true\n"
+                          "match: ['subprocess-exited-with-error']\n") +
+                     "---\n" +
+                     Rule("id: ds.pip\nseverity: error\nmatch: ['subprocess-exited-with-error']\n"
+                          "context:\n  within_lines: 3\n  requires_any: ['deepspeed']\n"));
+  EXPECT_THAT(Scan(rules, {"error: subprocess-exited-with-error", "a", "b", "c", "d"}),
+              ::testing::ElementsAre(Seen{"pip.subprocess", Severity::kError, 1,
+                                          "error: subprocess-exited-with-error", {}}));
+  EXPECT_THAT(Scan(rules, {"error: subprocess-exited-with-error", "Building deepspeed"}),
+              ::testing::ElementsAre(Seen{"ds.pip", Severity::kError, 1,
+                                          "error: subprocess-exited-with-error", {}}));
+  // Unsettled at the end of input: the same answers.
+  EXPECT_THAT(Scan(rules, {"error: subprocess-exited-with-error"}),
+              ::testing::ElementsAre(Seen{"pip.subprocess", Severity::kError, 1,
+                                          "error: subprocess-exited-with-error", {}}));
+}
+
+// What a sink sees of a finding beyond its line: whether the line was cut and the lines above.
+struct Detail {
+  std::string text;
+  bool truncated;
+  std::vector<std::string> context;
+};
+
+class CollectDetail : public FindingSink {
+ public:
+  void OnFinding(const Finding& f) override {
+    seen.push_back(Detail{std::string(f.text), f.text_truncated,
+                          {f.context_before.begin(), f.context_before.end()}});
+  }
+  std::vector<Detail> seen;
+};
+
+std::vector<Detail> ScanDetail(const std::shared_ptr<const RuleSet>& rules,
+                               const std::vector<std::string>& lines, size_t batch_lines) {
+  CollectDetail sink;
+  StreamMatcher matcher(rules, &sink);
+  MatchScratch scratch(rules->patterns());
+  LineBatch batch;
+  for (const std::string& line : lines) {
+    batch.Append(line);
+    if (batch.size() == batch_lines) {
+      matcher.Process(batch, scratch);
+      batch.Clear();
+    }
+  }
+  matcher.Process(batch, scratch);
+  matcher.Finish();
+  return sink.seen;
+}
+
+TEST(StreamMatcher, FindingsCarryTheLinesBeforeTheHitAcrossBatches) {
+  auto rules = Rules(Rule("id: gpu.oom\nseverity: error\nmatch: ['out of memory']\n"));
+  const std::vector<std::string> lines = {"a", "b", "c", "d", "CUDA out of memory"};
+  for (size_t batch_lines : {1, 2, 3, 100}) {
+    const auto seen = ScanDetail(rules, lines, batch_lines);
+    ASSERT_EQ(1u, seen.size());
+    EXPECT_THAT(seen[0].context, ::testing::ElementsAre("b", "c", "d")) << batch_lines;
+  }
+  // At the start of a stream there are fewer.
+  EXPECT_THAT(ScanDetail(rules, {"x", "out of memory"}, 1).at(0).context,
+              ::testing::ElementsAre("x"));
+}
+
+TEST(StreamMatcher, APendingHitKeepsABoundedPreviewAndItsLabelsFromTheWholeLine) {
+  // The label sits past the preview: it must still come from the whole line.
+  auto rules = Rules(Rule("id: ds.aio\nseverity: error\nmatch: ['LNK1181']\n"
+                          "labels: {lib: 'lib=(\\w+)'}\n"
+                          "context:\n  within_lines: 5\n  requires_any: ['pre-compile']\n"
+                          "  unconfirmed_severity: warning\n"));
+  const std::string huge = "LNK1181 " + std::string(1 << 20, 'x') + " lib=aio";
+  const auto seen = Scan(rules, {"ctx", huge});
+  ASSERT_EQ(1u, seen.size());
+  EXPECT_EQ(StreamMatcher::kPreviewBytes, seen[0].text.size());
+  EXPECT_EQ(huge.substr(0, StreamMatcher::kPreviewBytes), seen[0].text);
+  EXPECT_THAT(seen[0].labels, ::testing::ElementsAre("aio"));
+  const auto detail = ScanDetail(rules, {"ctx", huge}, 1);
+  ASSERT_EQ(1u, detail.size());
+  EXPECT_TRUE(detail[0].truncated);
+  EXPECT_THAT(detail[0].context, ::testing::ElementsAre("ctx"));
+}
+
+TEST(StreamMatcher, AHitDecidedAtOnceKeepsItsWholeLine) {
+  auto rules = Rules(Rule(kAio));
+  const std::string huge = "LNK1181 aio.lib " + std::string(100000, 'y');
+  const auto seen = ScanDetail(rules, {"DS_BUILD_OPS=1", huge}, 100);
+  ASSERT_EQ(1u, seen.size());
+  EXPECT_EQ(huge, seen[0].text);
+  EXPECT_FALSE(seen[0].truncated);
+}
+
 }  // namespace
 }  // namespace faultline

@@ -198,3 +198,45 @@ TEST(MetricsReservedLabelTest, RuleLabelNamedLikeABuiltInLabelIsDropped) {
 
 }  // namespace
 }  // namespace faultline
+
+namespace faultline {
+namespace {
+
+TEST(MetricsRebind, CountersFollowRuleIdsAcrossARebind) {
+  std::vector<Rule> first = {MakeRule("keep.me", Severity::kError),
+                             MakeRule("gone.rule", Severity::kError),
+                             MakeRule("build.link", Severity::kError, {{"lib", R"((\w+)\.lib)"}})};
+  Metrics metrics(first);
+  auto count = [&](const std::vector<Rule>& rules, uint32_t index,
+                   std::vector<std::string> label_values = {}) {
+    Finding finding;
+    finding.rule = &rules[index];
+    finding.rule_index = index;
+    finding.severity = rules[index].severity;
+    finding.label_values = label_values;
+    metrics.CountFinding(finding);
+  };
+  count(first, 0);
+  count(first, 0);
+  count(first, 1);
+  count(first, 2, {"aio"});
+
+  // Reordered, one rule removed, one added: the kept rules sit at other indexes now.
+  std::vector<Rule> second = {MakeRule("new.rule", Severity::kWarning),
+                              MakeRule("build.link", Severity::kError, {{"lib", R"((\w+)\.lib)"}}),
+                              MakeRule("keep.me", Severity::kError)};
+  metrics.BindRules(second);
+  count(second, 2);
+  count(second, 1, {"aio"});
+  EXPECT_THAT(
+      Series(metrics, "faultline_signature_matches_total"),
+      testing::UnorderedElementsAre(
+          R"(faultline_signature_matches_total{severity="error",signature="keep.me"} 3)",
+          R"(faultline_signature_matches_total{severity="warning",signature="new.rule"} 0)",
+          R"(faultline_signature_matches_total{severity="error",signature="build.link"} 0)",
+          R"(faultline_signature_matches_total{lib="aio",severity="error",signature="build.link"} 2)"));
+  EXPECT_THAT(Lines(metrics), Contains("faultline_rules_loaded 3"));
+}
+
+}  // namespace
+}  // namespace faultline
