@@ -45,12 +45,14 @@ std::vector<std::string> DefaultRulePaths() {
   if (const char* env = std::getenv("FAULTLINE_RULES"); env != nullptr && *env != '\0') {
     return {env};
   }
+  // /proc/self/exe is the binary itself, symlinks resolved, wherever it was started from.
   const fs::path exe_dir = ExecutableDir();
   std::error_code ec;
-  // build/<preset>/faultline in a source tree, and an installed <prefix>/bin/faultline.
-  for (const fs::path& candidate :
-       {exe_dir / ".." / ".." / "rules", exe_dir / ".." / "share" / "faultline" / "rules",
-        fs::path("rules")}) {
+  // An installed <prefix>/bin/faultline uses <prefix>/share/faultline/rules; a binary in any
+  // build folder of a source tree uses that tree's pack (its path compiled in); the working
+  // folder's rules/ is the last resort.
+  for (const fs::path& candidate : {exe_dir / ".." / "share" / "faultline" / "rules",
+                                    fs::path(FAULTLINE_SOURCE_RULES_DIR), fs::path("rules")}) {
     if (fs::is_directory(candidate, ec)) return {fs::weakly_canonical(candidate, ec).string()};
   }
   return {"rules"};
