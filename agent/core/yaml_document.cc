@@ -5,6 +5,8 @@
 #include <yaml.h>
 
 #include <algorithm>
+#include <charconv>
+#include <system_error>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -307,6 +309,14 @@ Result<std::vector<YAML::Node>> ParseYamlDocuments(std::string_view text,
   } catch (const YAML::Exception& e) {
     return At(file, LineOf(e.mark), "invalid YAML: " + e.msg);
   }
+}
+
+std::optional<int64_t> DecimalInteger(std::string_view text) {
+  int64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc() || ptr != end) return std::nullopt;
+  return value;
 }
 
 Result<YAML::Node> ParseYamlDocument(std::string_view text, const std::string& file) {

@@ -32,6 +32,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,6 +48,12 @@ inline constexpr size_t kMaxYamlBytes = size_t{4} << 20;
 inline constexpr size_t kMaxYamlNodes = 200'000;
 // Rules and config nest 5 levels at most; yaml-cpp itself recurses once per level.
 inline constexpr int kMaxYamlDepth = 64;
+
+// A whole number written in decimal (an optional '-', then digits), as every integer in
+// faultline's YAML files is read: YAML 1.1's hex (0x10), octal (010, 0o10) and digit separators
+// are not numbers here, so `010` is 10 and `0x10` is an error rather than 16. nullopt when `text`
+// is not such a number or does not fit in 64 bits.
+std::optional<int64_t> DecimalInteger(std::string_view text);
 
 // Every document of a stream, in order (a rule file holds one rule per document); an empty
 // document is a null node.

@@ -4,9 +4,11 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -32,6 +34,7 @@ class RuleParser {
   RuleParser(const std::string& file, ErrorList& errors) : file_(file), errors_(errors) {}
 
   std::optional<Rule> Parse(const YAML::Node& doc) {
+    rule_id_.clear();  // a document without an id must not be blamed on the rule before it
     if (!doc.IsMap()) {
       Fail(doc, "", "a rule must be a YAML mapping");
       return std::nullopt;
@@ -198,14 +201,18 @@ class RuleParser {
     return s;
   }
 
+  // Decimal only, as in the config: yaml-cpp's own conversion would read `010` as 8 and `0x10`
+  // as 16.
   int IntIn(const YAML::Node& n, const std::string& path, int lo, int hi) {
-    int value = 0;
-    if (!n.IsScalar() || !YAML::convert<int>::decode(n, value) || value < lo || value > hi) {
+    const std::optional<int64_t> value =
+        n.IsScalar() ? DecimalInteger(n.Scalar()) : std::nullopt;
+    if (!value || *value < lo || *value > hi) {
       Fail(n, path,
-           "must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
+           "must be a whole number from " + std::to_string(lo) + " to " + std::to_string(hi) +
+               (n.IsScalar() ? ", got '" + n.Scalar() + "'" : ""));
       return lo;
     }
-    return value;
+    return static_cast<int>(*value);
   }
 
   void ParseMatch(const YAML::Node& doc, Rule& rule) {
