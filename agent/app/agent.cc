@@ -7,6 +7,7 @@
 
 #include <csignal>
 
+#include "agent/app/findings_json.h"
 #include "agent/framing/utf8.h"
 #include "agent/match/stream_pipeline.h"
 
@@ -30,10 +31,13 @@ class Agent::MetricsSink : public FindingSink {
 // One tailed file: its pipeline and the counters of its source.
 class Agent::FileStream : public FileStreamConsumer {
  public:
-  FileStream(const std::shared_ptr<const RuleSet>& rules, FindingSink* sink,
+  FileStream(StreamOrigin origin, const std::shared_ptr<const RuleSet>& rules, FindingSink* sink,
              MatchScratch* scratch, size_t max_line_bytes, Metrics& metrics,
              Metrics::SourceCounters counters)
-      : pipeline_(rules, sink, scratch, max_line_bytes), metrics_(metrics), counters_(counters) {}
+      : origin_(std::move(origin)),
+        pipeline_(rules, sink, scratch, max_line_bytes, &origin_),
+        metrics_(metrics),
+        counters_(counters) {}
 
   void OnBytes(std::string_view bytes) override {
     counters_.bytes->Increment(static_cast<double>(bytes.size()));
@@ -59,6 +63,7 @@ class Agent::FileStream : public FileStreamConsumer {
     counted_truncated_ = truncated;
   }
 
+  const StreamOrigin origin_;
   StreamPipeline pipeline_;
   Metrics& metrics_;
   const Metrics::SourceCounters counters_;
@@ -90,30 +95,42 @@ Agent::Agent(Config config, std::shared_ptr<const RuleSet> rules)
       signals_(io_, SIGINT, SIGTERM, SIGHUP),
       metrics_(signature_labels_),
       metrics_sink_(std::make_unique<MetricsSink>(metrics_)),
+      events_(signature_labels_),
       scratch_(rules_->patterns()),
       http_(io_) {
   signature_labels_.Bind(rules_->rules());
   metrics_.BindRules(rules_->rules());
   findings_.Add(metrics_sink_.get());
+  findings_.Add(&events_);
+  events_.Add(&latest_);
 }
 
 Agent::~Agent() = default;
 
 bool Agent::Start(std::string* error) {
-  http_.Handle("/metrics", [this] {
-    return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics_.Serialize()};
-  });
+  http_.AddRoute(
+      {.path = "/metrics", .handler = [this](const HttpRequest&) {
+         return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics_.Serialize()};
+       }});
   // The loop answers: that is all liveness means, so a slow disk never restarts the agent.
-  http_.Handle("/healthz", [] {
-    return HttpResponse{200, "text/plain; charset=utf-8", "ok: event loop answering\n"};
-  });
-  http_.Handle("/readyz", [this] {
-    const std::string reason = NotReadyReason();
-    if (!reason.empty()) return HttpResponse{503, "text/plain; charset=utf-8", reason + "\n"};
-    return HttpResponse{200, "text/plain; charset=utf-8",
-                        "ready: " + std::to_string(rules_->rules().size()) + " rules, " +
-                            std::to_string(tailers_.size()) + " source(s)\n"};
-  });
+  http_.AddRoute({.path = "/healthz", .handler = [](const HttpRequest&) {
+                    return HttpResponse{200, "text/plain; charset=utf-8",
+                                        "ok: event loop answering\n"};
+                  }});
+  // Log lines leave the agent here: a web page rebound to 127.0.0.1 must not read them.
+  http_.AddRoute({.path = "/api/v1/findings", .admin = true, .handler = [this](const HttpRequest&) {
+                    return HttpResponse{200, "application/json", LatestFindingsJson(latest_)};
+                  }});
+  http_.AddRoute({.path = "/readyz", .handler = [this](const HttpRequest&) {
+                    const std::string reason = NotReadyReason();
+                    if (!reason.empty()) {
+                      return HttpResponse{503, "text/plain; charset=utf-8", reason + "\n"};
+                    }
+                    return HttpResponse{200, "text/plain; charset=utf-8",
+                                        "ready: " + std::to_string(rules_->rules().size()) +
+                                            " rules, " + std::to_string(tailers_.size()) +
+                                            " source(s)\n"};
+                  }});
   if (!http_.Listen(config_.http_address, config_.http_port, error)) return false;
   spdlog::info("serving /metrics on http://{}:{}/metrics", config_.http_address, http_.port());
 
@@ -126,8 +143,9 @@ bool Agent::Start(std::string* error) {
     options.rotate_wait = std::chrono::milliseconds(source.rotate_wait_ms);
     const Metrics::SourceCounters counters = metrics_.ForSource(source.id);
     auto tailer = std::make_unique<FileTailer>(
-        io_, std::move(options), [this, counters](const std::string&) {
-          return std::make_unique<FileStream>(rules_, &findings_, &scratch_,
+        io_, std::move(options), [this, counters, id = source.id](const std::string& path) {
+          return std::make_unique<FileStream>(StreamOrigin{id, ++streams_started_, path}, rules_,
+                                              &findings_, &scratch_,
                                               config_.max_line_bytes, metrics_, counters);
         });
     tailer->Start();

@@ -1,7 +1,8 @@
 // Agent: the daemon behind `faultline run`. It wires the stages of DESIGN.md together on one
 // Asio event loop: file tailers -> framing and matching (one StreamPipeline per file) -> the
 // finding fan-out (metrics first; the lifecycle tracker and alert policy are added to the same
-// fan-out) and the HTTP listener that serves /metrics, /healthz and /readyz.
+// fan-out; owned events feed the latest hit per signature) and the HTTP listener that serves
+// /metrics, /healthz, /readyz and /api/v1/findings.
 //
 // Everything runs on the one thread that calls Run(); Stop() may be called from a signal handler
 // installed on the same loop (Start installs one for SIGINT and SIGTERM; SIGHUP is logged and
@@ -19,6 +20,7 @@
 #include "agent/core/asio.h"
 #include "agent/http/http_server.h"
 #include "agent/match/rule_set.h"
+#include "agent/sink/finding_events.h"
 #include "agent/sink/metrics.h"
 #include "agent/sink/signature_labels.h"
 #include "agent/source/file_tailer.h"
@@ -51,6 +53,9 @@ class Agent {
   Metrics metrics_;
   std::unique_ptr<MetricsSink> metrics_sink_;
   FindingFanout findings_;
+  FindingEventBuilder events_;
+  LatestFindings latest_;
+  uint64_t streams_started_ = 0;
   bool sources_started_ = false;
   MatchScratch scratch_;
   HttpServer http_;

@@ -1,23 +1,19 @@
 #include "agent/http/http_server.h"
 
-#include <algorithm>
-#include <exception>
+#include <array>
 #include <map>
-#include <optional>
-#include <string_view>
 #include <unordered_set>
 #include <utility>
-
-#include "agent/core/version.h"
+#include <vector>
 
 namespace faultline {
 namespace {
 
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
-
-using Request = http::request<http::empty_body>;
-using Response = http::response<http::string_body>;
+using Clock = std::chrono::steady_clock;
+using Phase = HttpSession::Phase;
+using Next = HttpSession::Next;
 
 // After a failed accept (out of file descriptors, most likely) wait before the next one, so the
 // loop does not spin while the condition lasts.
@@ -28,23 +24,18 @@ constexpr std::chrono::seconds kLingerTimeout(2);
 constexpr std::size_t kDrainChunkBytes = 4096;
 constexpr std::size_t kMaxDrainBytes = 1 << 20;
 
-constexpr char kAllowedMethods[] = "GET, HEAD";
-
-std::string ServerHeader() { return std::string("faultline/") + kVersion; }
-
 std::string EndpointText(const tcp::endpoint& endpoint) {
   const std::string address = endpoint.address().to_string();
   const std::string host = endpoint.address().is_v6() ? "[" + address + "]" : address;
   return host + ":" + std::to_string(endpoint.port());
 }
 
-Response PlainResponse(http::status status, unsigned version, std::string body) {
-  Response res(status, version);
-  res.set(http::field::server, ServerHeader());
-  res.set(http::field::content_type, "text/plain; charset=utf-8");
-  res.body() = std::move(body);
-  res.prepare_payload();
-  return res;
+// A client reaching a dual-stack socket over IPv4 is the same client as over plain IPv4.
+asio::ip::address Unmapped(const asio::ip::address& address) {
+  if (address.is_v6() && address.to_v6().is_v4_mapped()) {
+    return asio::ip::make_address_v4(asio::ip::v4_mapped, address.to_v6());
+  }
+  return address;
 }
 
 }  // namespace
@@ -56,111 +47,177 @@ class HttpServer::Impl : public std::enable_shared_from_this<HttpServer::Impl> {
       : options_(options), acceptor_(io), accept_retry_(io) {}
 
   const HttpServerOptions& options() const { return options_; }
-
-  void Handle(std::string path, HttpHandler handler) {
-    handlers_[std::move(path)] = std::move(handler);
-  }
+  const HttpRouter& router() const { return router_; }
+  void AddRoute(HttpRoute route) { router_.Add(std::move(route)); }
 
   bool Listen(const std::string& address, uint16_t port, std::string* error);
   uint16_t port() const { return port_; }
   void Stop();
 
-  Response Respond(const Request& req) const;
-
-  void Register(Connection* c) { connections_.insert(c); }
-  void Unregister(Connection* c) { connections_.erase(c); }
+  void Register(Connection* c);
+  void Unregister(Connection* c);
+  // Orders idle connections: the one that became idle first has the smallest tick.
+  uint64_t NextIdleTick() { return ++idle_ticks_; }
 
  private:
   void Accept();
   void OnAccept(beast::error_code ec, tcp::socket socket);
+  // Frees a slot for a newcomer from `peer`, evicting idle connections at the caps; false when
+  // the newcomer must be refused.
+  bool MakeRoom(const asio::ip::address& peer);
+  // The connection idle longest, among those of `peer` when not null; null when none is idle.
+  Connection* OldestIdle(const asio::ip::address* peer) const;
 
   const HttpServerOptions options_;
-  std::map<std::string, HttpHandler, std::less<>> handlers_;
+  HttpRouter router_;
   tcp::acceptor acceptor_;
   asio::steady_timer accept_retry_;
+  std::string listen_host_;
   uint16_t port_ = 0;
   bool stopped_ = false;
-  // Live connections, so Stop() can close them; each removes itself when destroyed.
+  uint64_t idle_ticks_ = 0;
+  // Open connections; each removes itself when it closes. At most max_connections, so the
+  // linear scans for eviction stay cheap.
   std::unordered_set<Connection*> connections_;
+  std::map<asio::ip::address, std::size_t> per_client_;
 };
 
-// One client connection: read a request, write its response, repeat while keep-alive holds.
-// Owned by the completion handlers in flight (shared_from_this); the server only knows it by
-// pointer to close it on Stop().
+// One client connection: the socket, its deadlines, and the HttpSession that makes sense of the
+// bytes. Owned by the completion handlers in flight (shared_from_this); the server only knows it
+// by pointer, to evict it or close it on Stop().
 class HttpServer::Connection : public std::enable_shared_from_this<HttpServer::Connection> {
  public:
-  Connection(std::shared_ptr<Impl> server, tcp::socket socket)
+  Connection(std::shared_ptr<Impl> server, tcp::socket socket, asio::ip::address peer,
+             HttpEndpoint endpoint)
       : server_(std::move(server)),
+        peer_(peer),
         stream_(std::move(socket)),
-        // The buffer holds at most one request header plus what a pipelining client sent after
-        // it; bounding it bounds the connection's memory.
-        buffer_(server_->options().max_header_bytes) {}
+        session_(server_->router(), server_->options().limits, std::move(endpoint)),
+        // The first request's header counts from the accept, however slowly its first byte comes.
+        deadline_(Clock::now() + server_->options().header_timeout),
+        idle_tick_(server_->NextIdleTick()) {}
 
-  ~Connection() { server_->Unregister(this); }
+  ~Connection() {
+    if (!closed_) server_->Unregister(this);
+  }
+
+  const asio::ip::address& peer() const { return peer_; }
+
+  // Waiting for a request that has not begun, or draining after a refusal: nobody is served by
+  // this connection, so a newcomer may take its slot.
+  bool idle() const { return !closed_ && (lingering_ || (reading_ && phase_ == Phase::kIdle)); }
+  uint64_t idle_tick() const { return idle_tick_; }
 
   void Start() {
     server_->Register(this);
     Read();
   }
 
+  // Idempotent; the slot is free as soon as this returns.
   void Close() {
+    if (closed_) return;
+    closed_ = true;
+    server_->Unregister(this);
     beast::error_code ignored;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    stream_.close();  // also cancels the stream's timer
+    stream_.close();  // also cancels the pending operation and the stream's timer
   }
 
  private:
+  void Do(Next next) {
+    switch (next) {
+      case Next::kRead:
+        Read();
+        return;
+      case Next::kWrite:
+        Write();
+        return;
+      case Next::kContinue:
+        WriteContinue();
+        return;
+      case Next::kClose:
+        if (session_.drain_after_write()) {
+          Linger();
+        } else {
+          Close();
+        }
+        return;
+    }
+  }
+
   void Read() {
-    parser_.emplace();
-    parser_->header_limit(static_cast<std::uint32_t>(server_->options().max_header_bytes));
-    stream_.expires_after(server_->options().read_timeout);
-    http::async_read(
-        stream_, buffer_, *parser_,
-        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->OnRead(ec); });
+    UpdateDeadline();
+    reading_ = true;
+    stream_.expires_at(deadline_);
+    stream_.async_read_some(session_.ReadBuffer(),
+                            [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+                              self->reading_ = false;
+                              if (self->closed_) return;
+                              if (ec) {  // end of stream, timeout, reset: nobody to answer
+                                self->Close();
+                                return;
+                              }
+                              self->Do(self->session_.OnRead(n));
+                            });
   }
 
-  void OnRead(beast::error_code ec) {
-    if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
-        ec == asio::error::operation_aborted) {
-      Close();
-      return;
+  // The deadline follows what the session waits for; it moves only when that changes, so a
+  // client trickling a header byte by byte gets no more time than one sending it at once.
+  void UpdateDeadline() {
+    const Phase phase = session_.phase();
+    if (phase == phase_) return;
+    const HttpServerOptions& options = server_->options();
+    switch (phase) {
+      case Phase::kIdle:
+        deadline_ = Clock::now() + options.idle_timeout;
+        idle_tick_ = server_->NextIdleTick();
+        break;
+      case Phase::kHeader:
+        // On a fresh connection the header deadline runs from the accept.
+        if (served_ > 0 || phase_ != Phase::kIdle) {
+          deadline_ = Clock::now() + options.header_timeout;
+        }
+        break;
+      case Phase::kBody:
+        deadline_ = Clock::now() + options.body_timeout;
+        break;
+      case Phase::kAnswer:
+        break;
     }
-    if (ec == http::error::header_limit || ec == http::error::buffer_overflow) {
-      SendAndClose(PlainResponse(http::status::request_header_fields_too_large, 11,
-                                 "request header too large\n"));
-      return;
-    }
-    if (ec == http::error::unexpected_body) {
-      SendAndClose(
-          PlainResponse(http::status::payload_too_large, 11, "request bodies are not accepted\n"));
-      return;
-    }
-    if (ec.category() == http::make_error_code(http::error::bad_method).category()) {
-      SendAndClose(PlainResponse(http::status::bad_request, 11, "malformed request\n"));
-      return;
-    }
-    if (ec) {  // connection reset and other socket errors: nobody to answer
-      Close();
-      return;
-    }
-    const Request& req = parser_->get();
-    response_ = server_->Respond(req);
-    response_.keep_alive(req.keep_alive());
-    Write();
+    phase_ = phase;
   }
 
-  // Answers a request that cannot be served (too large, malformed) and closes. The client may
-  // still be sending the rest of it: closing a socket with unread input makes the kernel send a
-  // reset, which can destroy the answer before the client reads it, so half-close and drain
-  // first.
-  void SendAndClose(Response res) {
-    response_ = std::move(res);
-    response_.keep_alive(false);
-    lingering_ = true;
-    Write();
+  void Write() {
+    phase_ = Phase::kAnswer;
+    stream_.expires_after(server_->options().write_timeout);
+    http::async_write(stream_, session_.response(),
+                      [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                        if (self->closed_) return;
+                        if (ec) {
+                          self->Close();
+                          return;
+                        }
+                        ++self->served_;
+                        self->Do(self->session_.OnWritten());
+                      });
+  }
+
+  void WriteContinue() {
+    stream_.expires_after(server_->options().write_timeout);
+    asio::async_write(stream_, asio::buffer(HttpSession::kContinueResponse),
+                      [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                        if (self->closed_) return;
+                        if (ec) {
+                          self->Close();
+                          return;
+                        }
+                        self->Read();
+                      });
   }
 
   void Linger() {
+    lingering_ = true;
+    idle_tick_ = server_->NextIdleTick();
     beast::error_code ignored;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
     stream_.expires_after(kLingerTimeout);
@@ -168,44 +225,41 @@ class HttpServer::Connection : public std::enable_shared_from_this<HttpServer::C
   }
 
   void Drain(std::size_t drained) {
-    buffer_.clear();
-    stream_.async_read_some(
-        buffer_.prepare(std::min(kDrainChunkBytes, buffer_.max_size())),
-        [self = shared_from_this(), drained](beast::error_code ec, std::size_t n) {
-          if (ec || drained + n > kMaxDrainBytes) {
-            self->Close();
-            return;
-          }
-          self->Drain(drained + n);
-        });
-  }
-
-  void Write() {
-    stream_.expires_after(server_->options().write_timeout);
-    http::async_write(
-        stream_, response_,
-        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->OnWrite(ec); });
-  }
-
-  void OnWrite(beast::error_code ec) {
-    if (!ec && lingering_) {
-      Linger();
-      return;
-    }
-    if (ec || !response_.keep_alive()) {
-      Close();
-      return;
-    }
-    Read();
+    stream_.async_read_some(asio::buffer(drain_buffer_), [self = shared_from_this(), drained](
+                                                             beast::error_code ec, std::size_t n) {
+      if (self->closed_) return;
+      if (ec || drained + n > kMaxDrainBytes) {
+        self->Close();
+        return;
+      }
+      self->Drain(drained + n);
+    });
   }
 
   const std::shared_ptr<Impl> server_;
+  const asio::ip::address peer_;
   beast::tcp_stream stream_;
-  beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::empty_body>> parser_;  // a fresh one per request
-  Response response_;       // must live until its write completes
-  bool lingering_ = false;  // close after draining input, see SendAndClose
+  HttpSession session_;
+  Clock::time_point deadline_;
+  Phase phase_ = Phase::kIdle;  // what the deadline was last set for
+  uint64_t idle_tick_;          // when the connection last became idle, see Impl::NextIdleTick
+  uint64_t served_ = 0;         // responses written
+  bool reading_ = false;        // a read is pending
+  bool lingering_ = false;
+  bool closed_ = false;
+  std::array<char, kDrainChunkBytes> drain_buffer_;
 };
+
+void HttpServer::Impl::Register(Connection* c) {
+  connections_.insert(c);
+  ++per_client_[c->peer()];
+}
+
+void HttpServer::Impl::Unregister(Connection* c) {
+  if (connections_.erase(c) == 0) return;
+  const auto it = per_client_.find(c->peer());
+  if (it != per_client_.end() && --it->second == 0) per_client_.erase(it);
+}
 
 bool HttpServer::Impl::Listen(const std::string& address, uint16_t port, std::string* error) {
   const std::string where =
@@ -240,6 +294,7 @@ bool HttpServer::Impl::Listen(const std::string& address, uint16_t port, std::st
       continue;
     }
     error->clear();
+    listen_host_ = address;
     Accept();
     return true;
   }
@@ -255,9 +310,9 @@ void HttpServer::Impl::Stop() {
   beast::error_code ignored;
   acceptor_.close(ignored);
   accept_retry_.cancel();
-  // Closing does not destroy a connection (its completions, now aborted, still hold it), so the
-  // set does not change under this loop.
-  for (Connection* c : connections_) c->Close();
+  // Close() unregisters, so walk a copy.
+  const std::vector<Connection*> open(connections_.begin(), connections_.end());
+  for (Connection* c : open) c->Close();
 }
 
 void HttpServer::Impl::Accept() {
@@ -275,50 +330,44 @@ void HttpServer::Impl::OnAccept(beast::error_code ec, tcp::socket socket) {
     });
     return;
   }
-  if (connections_.size() >= options_.max_connections) {
+  beast::error_code peer_ec;
+  beast::error_code local_ec;
+  const tcp::endpoint peer = socket.remote_endpoint(peer_ec);
+  const tcp::endpoint local = socket.local_endpoint(local_ec);
+  const asio::ip::address client = Unmapped(peer.address());
+  if (peer_ec || local_ec || !MakeRoom(client)) {
     beast::error_code ignored;
     socket.close(ignored);
   } else {
-    std::make_shared<Connection>(shared_from_this(), std::move(socket))->Start();
+    HttpEndpoint endpoint{listen_host_, Unmapped(local.address()).to_string(), port_};
+    std::make_shared<Connection>(shared_from_this(), std::move(socket), client, std::move(endpoint))
+        ->Start();
   }
   Accept();
 }
 
-Response HttpServer::Impl::Respond(const Request& req) const {
-  // Beast 1.74 has its own string_view type.
-  std::string_view target(req.target().data(), req.target().size());
-  target = target.substr(0, target.find('?'));
-  const auto it = handlers_.find(target);
-  if (it == handlers_.end()) {
-    return PlainResponse(http::status::not_found, req.version(), "not found\n");
+bool HttpServer::Impl::MakeRoom(const asio::ip::address& peer) {
+  const auto it = per_client_.find(peer);
+  if (it != per_client_.end() && it->second >= options_.max_connections_per_client) {
+    Connection* victim = OldestIdle(&peer);
+    if (victim == nullptr) return false;
+    victim->Close();
   }
-  const bool head = req.method() == http::verb::head;
-  if (!head && req.method() != http::verb::get) {
-    Response res =
-        PlainResponse(http::status::method_not_allowed, req.version(), "method not allowed\n");
-    res.set(http::field::allow, kAllowedMethods);
-    return res;
+  if (connections_.size() >= options_.max_connections) {
+    Connection* victim = OldestIdle(nullptr);
+    if (victim == nullptr) return false;
+    victim->Close();
   }
+  return true;
+}
 
-  HttpResponse out;
-  try {
-    out = it->second();
-  } catch (const std::exception& e) {
-    // Handlers must not throw; if one does anyway, one failed request beats a dead agent.
-    return PlainResponse(http::status::internal_server_error, req.version(),
-                         std::string("internal error: ") + e.what() + "\n");
+HttpServer::Connection* HttpServer::Impl::OldestIdle(const asio::ip::address* peer) const {
+  Connection* oldest = nullptr;
+  for (Connection* c : connections_) {
+    if (!c->idle() || (peer != nullptr && c->peer() != *peer)) continue;
+    if (oldest == nullptr || c->idle_tick() < oldest->idle_tick()) oldest = c;
   }
-  Response res(static_cast<http::status>(out.status), req.version());
-  res.set(http::field::server, ServerHeader());
-  res.set(http::field::content_type, out.content_type);
-  if (head) {
-    // HEAD announces the GET body's length without sending it.
-    res.content_length(out.body.size());
-  } else {
-    res.body() = std::move(out.body);
-    res.prepare_payload();
-  }
-  return res;
+  return oldest;
 }
 
 HttpServer::HttpServer(asio::io_context& io, HttpServerOptions options)
@@ -326,9 +375,7 @@ HttpServer::HttpServer(asio::io_context& io, HttpServerOptions options)
 
 HttpServer::~HttpServer() { impl_->Stop(); }
 
-void HttpServer::Handle(std::string path, HttpHandler handler) {
-  impl_->Handle(std::move(path), std::move(handler));
-}
+void HttpServer::AddRoute(HttpRoute route) { impl_->AddRoute(std::move(route)); }
 
 bool HttpServer::Listen(const std::string& address, uint16_t port, std::string* error) {
   return impl_->Listen(address, port, error);

@@ -17,8 +17,16 @@
 
 namespace faultline {
 
+// Where a stream's lines come from; owned by whoever owns the stream, for its lifetime.
+struct StreamOrigin {
+  std::string source_id;    // the config's source id
+  uint64_t stream_id = 0;   // unique per agent run
+  std::string stream_name;  // a path, a peer, "-" for stdin
+};
+
 struct Finding {
   const Rule* rule = nullptr;
+  const StreamOrigin* origin = nullptr;  // null when the caller did not say (unit tests, scan)
   uint32_t rule_index = 0;  // index of `rule` in its RuleSet
   Severity severity = Severity::kError;
   uint64_t line_number = 0;  // 1-based, in the stream the matcher reads

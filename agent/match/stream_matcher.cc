@@ -14,9 +14,11 @@ std::string_view Preview(std::string_view text, size_t max, bool* truncated) {
 
 }  // namespace
 
-StreamMatcher::StreamMatcher(std::shared_ptr<const RuleSet> rules, FindingSink* sink)
+StreamMatcher::StreamMatcher(std::shared_ptr<const RuleSet> rules, FindingSink* sink,
+                             const StreamOrigin* origin)
     : rules_(std::move(rules)),
       sink_(sink),
+      origin_(origin),
       last_seen_(rules_->patterns().size(), 0),
       last_triggered_(rules_->rules().size(), 0),
       sequences_(rules_->sequences().size()),
@@ -330,6 +332,7 @@ void StreamMatcher::Emit(uint32_t rule, Severity severity, uint64_t line_number,
   Finding finding;
   finding.rule = &rules_->rules()[rule];
   finding.rule_index = rule;
+  finding.origin = origin_;
   finding.severity = severity;
   finding.line_number = line_number;
   finding.text = text;

@@ -52,7 +52,9 @@ class StreamMatcher {
   static constexpr size_t kPreviewBytes = 4096;
   static constexpr size_t kPendingContextBytes = 512;
 
-  StreamMatcher(std::shared_ptr<const RuleSet> rules, FindingSink* sink);
+  // `origin`, when given, is stamped on every finding and must outlive the matcher.
+  StreamMatcher(std::shared_ptr<const RuleSet> rules, FindingSink* sink,
+                const StreamOrigin* origin = nullptr);
 
   // Matches the lines of `batch`, numbered from lines_seen() + 1.
   void Process(const LineBatch& batch, MatchScratch& scratch);
@@ -126,6 +128,7 @@ class StreamMatcher {
 
   const std::shared_ptr<const RuleSet> rules_;
   FindingSink* const sink_;
+  const StreamOrigin* const origin_;
 
   uint64_t lines_seen_ = 0;
   std::vector<PatternSet::Hit> hits_;

@@ -3,8 +3,9 @@
 namespace faultline {
 
 StreamPipeline::StreamPipeline(std::shared_ptr<const RuleSet> rules, FindingSink* sink,
-                               MatchScratch* scratch, size_t max_line_bytes)
-    : framer_(max_line_bytes), matcher_(std::move(rules), sink), scratch_(scratch) {}
+                               MatchScratch* scratch, size_t max_line_bytes,
+                               const StreamOrigin* origin)
+    : framer_(max_line_bytes), matcher_(std::move(rules), sink, origin), scratch_(scratch) {}
 
 void StreamPipeline::Feed(std::string_view bytes) {
   // Feed in slices so a batch never grows far past kBatchBytes, whatever the read size.

@@ -24,8 +24,9 @@ class StreamPipeline {
   // Vectorscan and RE2 read it: 64 KiB scanned fastest of 32 KiB .. 1 MiB on the CI machine.
   static constexpr size_t kBatchBytes = 64 * 1024;
 
+  // `origin`, when given, names the stream on every finding and must outlive the pipeline.
   StreamPipeline(std::shared_ptr<const RuleSet> rules, FindingSink* sink, MatchScratch* scratch,
-                 size_t max_line_bytes);
+                 size_t max_line_bytes, const StreamOrigin* origin = nullptr);
 
   // Frames `bytes`; matches whenever a full batch is ready.
   void Feed(std::string_view bytes);

@@ -10,6 +10,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "tests/integration/process.h"
 
 namespace faultline {
@@ -232,6 +234,28 @@ TEST_F(RunTest, ReadyzIsNotReadyWhenDescriptorsRunOut) {
   EXPECT_THAT(body, HasSubstr("file descriptors in use"));
   // Still alive and serving.
   EXPECT_EQ(200, HttpGet(port_, "/healthz", &body));
+}
+
+TEST_F(RunTest, LatestFindingPerSignatureIsServedWithItsContextLines) {
+  Daemon agent({"run", "-c", WriteConfig("beginning")});
+  Append("a.log", "epoch 1\nstep 10\nstep 11\nCUDA out of memory. Tried to allocate 2 GiB\n");
+  ASSERT_TRUE(MetricsReach(kOomError, 1)) << agent.Stderr();
+  Append("a.log", "step 12\nCUDA out of memory. Tried to allocate 4 GiB\n");
+  ASSERT_TRUE(MetricsReach(kOomError, 2)) << agent.Stderr();
+  std::string body;
+  ASSERT_EQ(200, HttpGet(port_, "/api/v1/findings", &body));
+  const auto json = nlohmann::json::parse(body);
+  ASSERT_EQ(1u, json["findings"].size()) << body;  // one signature, its latest hit
+  const auto& f = json["findings"][0];
+  EXPECT_EQ("t.cuda_oom", f["signature"]);
+  EXPECT_EQ("error", f["severity"]);
+  EXPECT_EQ("train", f["source"]);
+  EXPECT_EQ(dir_ + "/logs/a.log", f["stream"]);
+  EXPECT_EQ(6, f["line"]);
+  EXPECT_EQ("CUDA out of memory. Tried to allocate 4 GiB", f["text"]);
+  EXPECT_EQ((std::vector<std::string>{"step 11", "CUDA out of memory. Tried to allocate 2 GiB",
+                                      "step 12"}),
+            f["context_before"].get<std::vector<std::string>>());
 }
 
 }  // namespace
