@@ -110,6 +110,7 @@ Agent::~Agent() = default;
 bool Agent::Start(std::string* error) {
   http_.AddRoute(
       {.path = "/metrics", .handler = [this](const HttpRequest&) {
+         metrics_.CountMatchErrors(scratch_.errors());
          return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics_.Serialize()};
        }});
   // The loop answers: that is all liveness means, so a slow disk never restarts the agent.
