@@ -135,13 +135,19 @@ bool Agent::Start(std::string* error) {
   if (!http_.Listen(config_.http_address, config_.http_port, error)) return false;
   spdlog::info("serving /metrics on http://{}:{}/metrics", config_.http_address, http_.port());
 
+  // One descriptor budget for every file source, from the limit raised as far as it goes.
+  const auto descriptors = std::make_shared<DescriptorBudget>(
+      DescriptorBudget::ForLimit(RaiseDescriptorLimit(), config_.max_open_files));
   for (const FileSourceConfig& source : config_.file_sources) {
     FileTailerOptions options;
     options.patterns = source.paths;
+    options.exclude = source.exclude;
     options.start_at_end = source.start_at == StartAt::kEnd;
     options.poll_interval = std::chrono::milliseconds(source.poll_interval_ms);
+    options.rescan_interval = std::chrono::milliseconds(source.rescan_interval_ms);
     options.quiet_after = std::chrono::milliseconds(config_.context_idle_flush_ms);
     options.rotate_wait = std::chrono::milliseconds(source.rotate_wait_ms);
+    options.descriptors = descriptors;
     const Metrics::SourceCounters counters = metrics_.ForSource(source.id);
     auto tailer = std::make_unique<FileTailer>(
         io_, std::move(options), [this, counters, id = source.id](const std::string& path) {

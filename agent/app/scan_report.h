@@ -1,24 +1,40 @@
-// ScanReport: what `faultline scan` found, one entry per rule, and how it is printed.
+// ScanReport: what `faultline scan` found, one entry per rule, grouped into root causes and their
+// consequences, and how it is printed.
 //
-// It is the FindingSink of a scan: each finding adds to its rule's entry (count of matching lines
-// and the first hit at the highest severity seen, which is the one to read first). Rendering is
-// for people (text) or machines (JSON, schema in README.md); every log byte that reaches either is
-// sanitised to valid UTF-8 with control characters escaped. Not thread-safe.
+// It is the FindingSink of a scan: each finding adds to its rule's entry (count of matching lines,
+// the first hit at the highest severity seen, which is the one to read first, and the ranks and
+// hosts the hits came from, line_origin.h). At the end the entries are grouped
+// (rules/README.md, "Root cause and consequences"): a finding of a symptom rule becomes a
+// consequence of the root finding its consequence_of names, the earliest such root before it in
+// the input, else the earliest after it; a symptom that no root explains stays a root, as it is
+// all the log says. The report also names the first failure: the earliest root at error severity
+// or worse, with its rank and host when the log says them.
+// Rendering is for people (text) or machines (JSON, schema in README.md); every log byte that
+// reaches either is sanitised to valid UTF-8 with control characters escaped. Not thread-safe.
 #ifndef FAULTLINE_APP_SCAN_REPORT_H_
 #define FAULTLINE_APP_SCAN_REPORT_H_
 
 #include <cstdint>
 #include <iosfwd>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "agent/match/finding.h"
+#include "agent/match/line_origin.h"
 
 namespace faultline {
 
 class ScanReport : public FindingSink {
  public:
+  // Distinct ranks and hosts listed per finding; more are counted as "more", not listed, so a
+  // 4096-rank job's report stays readable and its memory bounded.
+  static constexpr size_t kMaxRanks = 64;
+  static constexpr size_t kMaxHosts = 32;
+  // Ranks whose host the log named, kept to name the host of the first failure.
+  static constexpr size_t kMaxRankHosts = 4096;
+
   struct Entry {
     const Rule* rule = nullptr;
     Severity severity = Severity::kInfo;  // the highest effective severity of its hits
@@ -28,6 +44,24 @@ class ScanReport : public FindingSink {
     uint64_t first_line = 0;
     std::string first_text;
     std::vector<std::string> first_labels;
+    int first_rank = LineOrigin::kNoRank;  // where the first hit came from, when it says
+    std::string first_host;
+    std::vector<int> ranks;          // of all its hits: distinct, ascending, at most kMaxRanks
+    std::vector<std::string> hosts;  // distinct, in the order seen, at most kMaxHosts
+    bool ranks_truncated = false;
+    bool hosts_truncated = false;
+  };
+
+  // A root cause and the findings it explains, in input order.
+  struct Group {
+    const Entry* root = nullptr;
+    std::vector<const Entry*> consequences;
+  };
+
+  struct FirstFailure {
+    const Entry* entry = nullptr;  // a root; its first hit is where the failure shows first
+    int rank = LineOrigin::kNoRank;
+    std::string host;  // empty when unknown
   };
 
   // Subsequent findings come from `file` (as the user named it; "-" is stdin).
@@ -38,6 +72,10 @@ class ScanReport : public FindingSink {
 
   // Entries by severity (worst first), then by where in the input they first appeared.
   std::vector<const Entry*> Sorted() const;
+  // Root causes in the order of Sorted(), each with its consequences.
+  std::vector<Group> Grouped() const;
+  // The earliest root of error severity or worse in `groups`; nothing when there is none.
+  std::optional<FirstFailure> FirstFailureOf(const std::vector<Group>& groups) const;
   bool HasFailure() const;
   uint64_t lines() const { return lines_; }
   uint64_t truncated_lines() const { return truncated_lines_; }
@@ -47,10 +85,20 @@ class ScanReport : public FindingSink {
   void PrintJson(std::ostream& out) const;
 
  private:
+  // torchrun's summary entry [0], "Root Cause (first observed failure)", when a finding showed it.
+  struct ObservedFirst {
+    int rank = LineOrigin::kNoRank;
+    std::string host;
+  };
+
+  void AddOrigin(Entry& e, const LineOrigin& origin);
+
   std::vector<std::string> files_;
   uint64_t lines_ = 0;
   uint64_t truncated_lines_ = 0;
   std::map<uint32_t, Entry> entries_;  // by rule index
+  std::map<int, std::string> host_of_rank_;
+  std::optional<ObservedFirst> torchrun_first_;
 };
 
 }  // namespace faultline

@@ -13,11 +13,30 @@ namespace faultline {
 
 enum class StartAt { kBeginning, kEnd };
 
+// The names rotation gives old copies of a log, which hold lines already counted under the live
+// name: numbered (app.log.1 .. app.log.999), the kubelet's 0.log.<timestamp>, compressed, and
+// logrotate's dateext (-YYYYMMDD, -YYYYMMDDHH). The default `exclude` of a file source.
+inline std::vector<std::string> DefaultRotatedNameExcludes() {
+  return {"*.[0-9]",
+          "*.[0-9][0-9]",
+          "*.[0-9][0-9][0-9]",
+          "*.log.[0-9]*",
+          "*.gz",
+          "*.zst",
+          "*.xz",
+          "*.bz2",
+          "*-[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]",
+          "*-[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]"};
+}
+
 struct FileSourceConfig {
   std::string id;                  // names the source in metrics (`source` label) and logs
   std::vector<std::string> paths;  // file paths or globs (`*`, `?`, `[...]`, `**`), absolute
+  // Names (or, with a '/', absolute paths) globs must not follow; fnmatch patterns.
+  std::vector<std::string> exclude = DefaultRotatedNameExcludes();
   StartAt start_at = StartAt::kEnd;  // for files present at start; new files are read whole
   int poll_interval_ms = 1000;       // fallback wake-up when inotify says nothing
+  int rescan_interval_ms = 30000;    // full walk of the globs, a net for missed inotify events
   int rotate_wait_ms = 60000;        // a rotated-away file is read until quiet this long
 };
 
@@ -33,6 +52,9 @@ struct Config {
   uint16_t http_port = 9464;
 
   std::string log_level = "info";  // trace | debug | info | warn | error
+
+  // Descriptors all file sources may hold together; 0: auto (half the descriptor limit).
+  std::size_t max_open_files = 0;
 
   std::vector<FileSourceConfig> file_sources;
 };

@@ -34,6 +34,14 @@ constexpr int64_t kMaxPollIntervalMs = 60000;
 // A rotated file stays open this long after its last write, for writers that reopen late.
 constexpr int64_t kMinRotateWaitMs = 100;
 constexpr int64_t kMaxRotateWaitMs = 24 * 3600 * 1000;
+// The full walk is a safety net for missed inotify events; more often than every 100 ms it would
+// cost what inotify saves.
+constexpr int64_t kMinRescanIntervalMs = 100;
+constexpr int64_t kMaxRescanIntervalMs = 24 * 3600 * 1000;
+// Fewer than 4 descriptors would reopen files on every write; more than 2^20 is above what a
+// kernel gives one process (fs.nr_open).
+constexpr int64_t kMinMaxOpenFiles = 4;
+constexpr int64_t kMaxMaxOpenFiles = int64_t{1} << 20;
 constexpr int64_t kMaxIntMs = INT32_MAX;
 
 // One `key: value` of a YAML map, with the nodes kept for their line numbers.
@@ -153,12 +161,13 @@ class ConfigParser {
       return;
     }
     const std::vector<Field> fields =
-        Fields(root, "", {"rules", "framing", "http", "log", "sources"});
+        Fields(root, "", {"rules", "framing", "http", "log", "limits", "sources"});
     for (const Field& f : fields) {
       if (f.name == "rules") ParseRules(f, config);
       if (f.name == "framing") ParseFraming(f, config);
       if (f.name == "http") ParseHttp(f, config);
       if (f.name == "log") ParseLog(f, config);
+      if (f.name == "limits") ParseLimits(f, config);
       if (f.name == "sources") ParseSources(f, config);
     }
   }
@@ -252,13 +261,14 @@ class ConfigParser {
     return std::nullopt;
   }
 
-  // A non-empty list of non-empty strings.
-  std::optional<std::vector<std::string>> StringList(const Field& f, const std::string& path) {
+  // A list of non-empty strings, itself non-empty unless `allow_empty`.
+  std::optional<std::vector<std::string>> StringList(const Field& f, const std::string& path,
+                                                     bool allow_empty = false) {
     if (!f.value.IsSequence()) {
       AddError(LineOf(f.key), path, "expected a list, got " + KindName(f.value));
       return std::nullopt;
     }
-    if (f.value.size() == 0) {
+    if (f.value.size() == 0 && !allow_empty) {
       AddError(LineOf(f.key), path, "the list must not be empty");
       return std::nullopt;
     }
@@ -335,6 +345,23 @@ class ConfigParser {
     }
   }
 
+  void ParseLimits(const Field& section, Config* config) {
+    const std::string path = "limits";
+    for (const Field& f : Fields(section.value, path, {"max_open_files"})) {
+      const std::string key = Join(path, f.name);
+      const std::string text = f.value.IsScalar() ? f.value.Scalar() : "";
+      if (text == "auto") {
+        config->max_open_files = 0;
+      } else if (!text.empty() && text.find_first_not_of("0123456789-+") != std::string::npos) {
+        AddError(LineOf(f.key), key,
+                 "expected auto or a whole number from " + std::to_string(kMinMaxOpenFiles) +
+                     " to " + std::to_string(kMaxMaxOpenFiles) + ", got '" + text + "'");
+      } else if (auto v = Integer(f, key, kMinMaxOpenFiles, kMaxMaxOpenFiles)) {
+        config->max_open_files = static_cast<std::size_t>(*v);
+      }
+    }
+  }
+
   void ParseSources(const Field& section, Config* config) {
     const std::string path = "sources";
     if (section.value.IsNull()) return;  // `sources:` with nothing under it: no sources
@@ -382,7 +409,8 @@ class ConfigParser {
     bool has_paths = false;
     for (const Field& f :
          Fields(node, path,
-                {"id", "type", "paths", "start_at", "poll_interval_ms", "rotate_wait_ms"})) {
+                {"id", "type", "paths", "exclude", "start_at", "poll_interval_ms",
+                 "rescan_interval_ms", "rotate_wait_ms"})) {
       const std::string key = Join(path, f.name);
       if (f.name == "id") {
         has_id = true;
@@ -405,6 +433,22 @@ class ConfigParser {
         has_paths = true;
         if (auto list = StringList(f, key)) {
           for (const std::string& p : *list) source.paths.push_back(Resolve(p));
+        } else {
+          ok = false;
+        }
+      } else if (f.name == "exclude") {
+        if (auto list = StringList(f, key, /*allow_empty=*/true)) {
+          source.exclude.clear();
+          // A pattern with a '/' is matched against whole paths, so it is resolved like one.
+          for (const std::string& p : *list) {
+            source.exclude.push_back(p.find('/') == std::string::npos ? p : Resolve(p));
+          }
+        } else {
+          ok = false;
+        }
+      } else if (f.name == "rescan_interval_ms") {
+        if (auto v = Integer(f, key, kMinRescanIntervalMs, kMaxRescanIntervalMs)) {
+          source.rescan_interval_ms = static_cast<int>(*v);
         } else {
           ok = false;
         }

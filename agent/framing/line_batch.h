@@ -1,5 +1,8 @@
 // LineBatch: framed lines laid end to end in one buffer, each followed by '\n'.
 //
+// Each line also records where its raw bytes began in its stream (stream_begin), so that a
+// checkpoint can name the offset of a line that is still waiting for context.
+//
 // Framing fills a batch; the matcher scans the whole buffer in one multi-pattern pass (much faster
 // than one call per line) and maps each hit back to its line. A batch owns its bytes; views from
 // line() are valid until the next Clear() or append. Not thread-safe; one per stream.
@@ -32,20 +35,23 @@ class LineBatch {
     const size_t begin = line_begin(i);
     return std::string_view(text_).substr(begin, line_ends_[i] - begin);
   }
+  // Stream offset of the first raw byte of line i (before ANSI stripping).
+  uint64_t stream_begin(size_t i) const { return stream_begins_[i]; }
   // Index of the line holding byte `offset` of text(); `offset` must be < bytes().
   size_t LineAt(size_t offset) const {
     return std::lower_bound(line_ends_.begin(), line_ends_.end(), offset) - line_ends_.begin();
   }
 
   // Appends one line; `line` must not contain '\n'.
-  void Append(std::string_view line) {
+  void Append(std::string_view line, uint64_t stream_begin = 0) {
     text_.append(line);
-    EndLine();
+    EndLine(stream_begin);
   }
   // Appends the leading whole lines of `lines` (each ending in '\n', with no other terminator
   // inside) in one copy, stopping before the first line longer than `max_line_bytes` and before
   // any unterminated rest. Returns the number of bytes taken. The fast path of framing.
-  size_t AppendLines(std::string_view lines, size_t max_line_bytes) {
+  // `stream_offset`: where `lines` begins in its stream.
+  size_t AppendLines(std::string_view lines, size_t max_line_bytes, uint64_t stream_offset = 0) {
     const char* const begin = lines.data();
     const char* const end = begin + lines.size();
     const size_t base = text_.size();
@@ -56,6 +62,7 @@ class LineBatch {
       const char* newline = static_cast<const char*>(nl);
       if (static_cast<size_t>(newline - line) > max_line_bytes) break;
       line_ends_.push_back(static_cast<uint32_t>(base + (newline - begin)));
+      stream_begins_.push_back(stream_offset + static_cast<uint64_t>(line - begin));
       line = newline + 1;
     }
     text_.append(begin, line - begin);
@@ -63,19 +70,22 @@ class LineBatch {
   }
   // For framing that writes a line's bytes straight into buffer() and then ends it.
   std::string& buffer() { return text_; }
-  void EndLine() {
+  void EndLine(uint64_t stream_begin = 0) {
     line_ends_.push_back(static_cast<uint32_t>(text_.size()));
+    stream_begins_.push_back(stream_begin);
     text_.push_back('\n');
   }
 
   void Clear() {
     text_.clear();
     line_ends_.clear();
+    stream_begins_.clear();
   }
 
  private:
   std::string text_;
   std::vector<uint32_t> line_ends_;
+  std::vector<uint64_t> stream_begins_;
 };
 
 }  // namespace faultline

@@ -37,10 +37,10 @@ LineFramer::LineFramer(size_t max_line_bytes)
 
 void LineFramer::EmitLine(std::string_view raw, LineBatch& batch) {
   if (std::memchr(raw.data(), kEscape, raw.size()) == nullptr) {
-    batch.Append(raw);
+    batch.Append(raw, line_start_);
   } else {
     AppendWithoutAnsi(raw, batch.buffer());
-    batch.EndLine();
+    batch.EndLine(line_start_);
   }
 }
 
@@ -61,20 +61,28 @@ void LineFramer::AppendPartial(std::string_view bytes, LineBatch& batch) {
 
 // Most logs are plain "\n"-terminated lines: take every such line up to the first byte that needs
 // care ("\r", ESC, an over-long line, an unterminated rest) with one copy and one memchr per line.
-const char* LineFramer::FeedPlainLines(const char* p, NextBytes& next, LineBatch& batch) {
+const char* LineFramer::FeedPlainLines(const char* p, uint64_t at, NextBytes& next,
+                                       LineBatch& batch) {
   const char* limit = std::min(next.CarriageReturn(p), next.Escape(p));
-  return p + batch.AppendLines(std::string_view(p, limit - p), max_line_bytes_);
+  return p + batch.AppendLines(std::string_view(p, limit - p), max_line_bytes_, at);
 }
 
 void LineFramer::Feed(std::string_view bytes, LineBatch& batch) {
-  const char* p = bytes.data();
+  // An empty read (a poll that found nothing new) must not forget a "\r" that ended the last one.
+  if (bytes.empty()) return;
+  const char* const data = bytes.data();
+  const char* p = data;
   const char* const end = p + bytes.size();
-  if (p != end && after_cr_ && *p == '\n') ++p;  // the "\n" of a "\r\n" split across reads
+  const uint64_t base = fed_;
+  fed_ += bytes.size();
+  const auto at = [base, data](const char* q) { return base + static_cast<uint64_t>(q - data); };
+  if (after_cr_ && *p == '\n') line_start_ = at(++p);  // the "\n" of a "\r\n" split across reads
   after_cr_ = false;
   NextBytes next(end);
   while (p != end) {
     if (partial_.empty() && !skipping_) {
-      p = FeedPlainLines(p, next, batch);
+      p = FeedPlainLines(p, at(p), next, batch);
+      line_start_ = at(p);
       if (p == end) return;
     }
     const char* term = std::min(next.Newline(p), next.CarriageReturn(p));
@@ -109,6 +117,7 @@ void LineFramer::Feed(std::string_view bytes, LineBatch& batch) {
         ++p;
       }
     }
+    line_start_ = at(p);
   }
 }
 
@@ -117,6 +126,14 @@ void LineFramer::Finish(LineBatch& batch) {
   partial_.clear();
   skipping_ = false;
   after_cr_ = false;
+  line_start_ = fed_;
+}
+
+void LineFramer::Resume(const FramerPosition& position) {
+  partial_.clear();
+  fed_ = line_start_ = position.offset;
+  skipping_ = position.in_cut_line;
+  after_cr_ = position.after_cr;
 }
 
 }  // namespace faultline

@@ -10,6 +10,9 @@
 // - Bytes are passed through as they are: invalid UTF-8 is matched as bytes and sanitised only at
 //   the edges (utf8.h).
 // Bytes after the last terminator are kept until more arrive or Finish() flushes them as a line.
+// The framer counts the stream's bytes, so every line it emits knows where it began, and
+// resume_point() says where a reader that restarts must begin so that no line is read twice or
+// from its middle; Resume() starts a framer there.
 // Never throws. Not thread-safe; one framer per stream.
 #ifndef FAULTLINE_FRAMING_LINE_FRAMER_H_
 #define FAULTLINE_FRAMING_LINE_FRAMER_H_
@@ -25,6 +28,15 @@ namespace faultline {
 
 inline constexpr size_t kDefaultMaxLineBytes = 1 << 20;
 
+// Where framing of a stream can start again: the offset of the first byte not yet emitted as part
+// of a line, and the framer's mode there.
+struct FramerPosition {
+  uint64_t offset = 0;
+  bool in_cut_line = false;  // inside a line cut at max_line_bytes: skip to its terminator
+  bool after_cr = false;     // the byte before `offset` was a '\r' that ended a line
+  bool operator==(const FramerPosition&) const = default;
+};
+
 class LineFramer {
  public:
   explicit LineFramer(size_t max_line_bytes = kDefaultMaxLineBytes);
@@ -33,13 +45,20 @@ class LineFramer {
   void Feed(std::string_view bytes, LineBatch& batch);
   // End of stream: a pending partial line becomes a line.
   void Finish(LineBatch& batch);
+  // Continues a stream at `position` (from an earlier framer's resume_point()); the next Feed
+  // starts with the byte at position.offset.
+  void Resume(const FramerPosition& position);
 
+  FramerPosition resume_point() const {
+    return FramerPosition{skipping_ ? fed_ : line_start_, skipping_, after_cr_};
+  }
+  uint64_t bytes_fed() const { return fed_; }
   bool has_partial() const { return !partial_.empty(); }
   uint64_t truncated_lines() const { return truncated_lines_; }
 
  private:
   class NextBytes;
-  const char* FeedPlainLines(const char* p, NextBytes& next, LineBatch& batch);
+  const char* FeedPlainLines(const char* p, uint64_t at, NextBytes& next, LineBatch& batch);
   void EmitLine(std::string_view raw, LineBatch& batch);
   void AppendPartial(std::string_view bytes, LineBatch& batch);
 
@@ -49,6 +68,8 @@ class LineFramer {
   bool skipping_ = false;      // inside the rest of a cut line
   bool after_cr_ = false;      // the last byte was "\r": a "\n" right after it ends nothing
   uint64_t truncated_lines_ = 0;
+  uint64_t fed_ = 0;         // stream offset of the next byte to be fed
+  uint64_t line_start_ = 0;  // stream offset where the line being assembled began
 };
 
 }  // namespace faultline

@@ -34,7 +34,7 @@ void StreamMatcher::Process(const LineBatch& batch, MatchScratch& scratch) {
     size_t j = i;
     while (j < hits_.size() && hits_[j].line == hits_[i].line) ++j;
     const uint32_t line = hits_[i].line;
-    ProcessLine(first + line, batch.line(line),
+    ProcessLine(first + line, batch.line(line), batch.stream_begin(line),
                 std::span<const PatternSet::Hit>(hits_.data() + i, j - i));
     i = j;
   }
@@ -74,6 +74,24 @@ void StreamMatcher::TakeContext(uint64_t line_number) {
   }
 }
 
+std::optional<StreamMatcher::OpenLine> StreamMatcher::EarliestOpenLine() const {
+  std::optional<OpenLine> earliest;
+  const auto consider = [&earliest](uint64_t line, uint64_t begin) {
+    if (!earliest || line < earliest->line_number) earliest = OpenLine{line, begin};
+  };
+  for (const Pending& p : pending_) consider(p.line, p.stream_begin);
+  for (const SequenceProgress& s : sequences_) {
+    if (s.next_step > 0) consider(s.start_line, s.start_begin);
+  }
+  return earliest;
+}
+
+std::vector<PendingHitState> StreamMatcher::PendingHits() const {
+  std::vector<PendingHitState> hits;
+  for (const Pending& p : pending_) hits.push_back({rules_->rules()[p.rule].id, p.line});
+  return hits;
+}
+
 void StreamMatcher::SettlePending() {
   while (!pending_.empty()) {
     Settle(pending_.front());
@@ -86,7 +104,7 @@ void StreamMatcher::Finish() {
   for (SequenceProgress& s : sequences_) s = SequenceProgress{};
 }
 
-void StreamMatcher::ProcessLine(uint64_t line_number, std::string_view text,
+void StreamMatcher::ProcessLine(uint64_t line_number, std::string_view text, uint64_t line_begin,
                                 std::span<const PatternSet::Hit> hits) {
   SettleExpired(line_number);
   for (const PatternSet::Hit& hit : hits) last_seen_[hit.pattern] = line_number;
@@ -126,7 +144,7 @@ void StreamMatcher::ProcessLine(uint64_t line_number, std::string_view text,
   for (const PatternSet::Hit& hit : hits) {
     for (const PatternRef& ref : rules_->refs(hit.pattern)) {
       if (ref.role == PatternRole::kMatch && !rules_->rules()[ref.rule].generic) {
-        const Outcome outcome = Trigger(ref.rule, line_number, line_number, text, false);
+        const Outcome outcome = Trigger(ref.rule, line_number, line_number, line_begin, text, false);
         if (outcome == Outcome::kPending) {
           specific_deadline = std::max(specific_deadline, pending_.back().deadline);
         }
@@ -142,22 +160,22 @@ void StreamMatcher::ProcessLine(uint64_t line_number, std::string_view text,
       for (const PatternRef& ref : rules_->refs(hit.pattern)) {
         if (ref.role != PatternRole::kMatch || !rules_->rules()[ref.rule].generic) continue;
         if (specific == Outcome::kPending) {
-          TriggerYielding(ref.rule, line_number, text, specific_deadline);
+          TriggerYielding(ref.rule, line_number, line_begin, text, specific_deadline);
         } else {
-          Trigger(ref.rule, line_number, line_number, text, false);
+          Trigger(ref.rule, line_number, line_number, line_begin, text, false);
         }
       }
     }
   }
   for (uint32_t seq : touched_sequences_) {
-    AdvanceSequence(seq, sequence_masks_[seq], line_number, text);
+    AdvanceSequence(seq, sequence_masks_[seq], line_number, line_begin, text);
     sequence_masks_[seq] = 0;
   }
   touched_sequences_.clear();
 }
 
 void StreamMatcher::AdvanceSequence(uint32_t sequence, uint32_t step_mask, uint64_t line_number,
-                                    std::string_view text) {
+                                    uint64_t line_begin, std::string_view text) {
   const CompiledSequence& spec = rules_->sequences()[sequence];
   SequenceProgress& progress = sequences_[sequence];
   if (progress.next_step > 0 &&
@@ -169,7 +187,8 @@ void StreamMatcher::AdvanceSequence(uint32_t sequence, uint32_t step_mask, uint6
       const SequenceProgress done = std::move(progress);
       progress = SequenceProgress{};
       if (!done.start_line_counted) {
-        Trigger(spec.rule, done.start_line, line_number, done.start_text, done.start_truncated);
+        Trigger(spec.rule, done.start_line, line_number, done.start_begin, done.start_text,
+                done.start_truncated);
       }
     }
     return;
@@ -177,6 +196,7 @@ void StreamMatcher::AdvanceSequence(uint32_t sequence, uint32_t step_mask, uint6
   if (step_mask & 1u) {
     progress.next_step = 1;
     progress.start_line = line_number;
+    progress.start_begin = line_begin;
     progress.start_truncated = false;
     progress.start_text.assign(Preview(text, kPreviewBytes, &progress.start_truncated));
     // Single-line patterns of this line were triggered before sequences advance.
@@ -194,8 +214,8 @@ bool StreamMatcher::SeenWithin(std::span<const uint32_t> patterns, uint64_t line
 }
 
 StreamMatcher::Outcome StreamMatcher::Trigger(uint32_t rule, uint64_t line_number,
-                                              uint64_t context_line, std::string_view text,
-                                              bool truncated) {
+                                              uint64_t context_line, uint64_t line_begin,
+                                              std::string_view text, bool truncated) {
   // A line counts once per rule, however many of the rule's patterns it matches.
   if (last_triggered_[rule] == line_number) return Outcome::kNone;
   last_triggered_[rule] = std::max(last_triggered_[rule], line_number);
@@ -213,12 +233,13 @@ StreamMatcher::Outcome StreamMatcher::Trigger(uint32_t rule, uint64_t line_numbe
             SeenWithin(rules_->requires_any(rule), context_line, ctx.within_lines),
             SeenWithin(rules_->preceded_by(rule), context_line, ctx.within_lines)};
   if (IsDecided(p)) return Settle(p, text, truncated) ? Outcome::kEmitted : Outcome::kNone;
+  p.stream_begin = line_begin;
   Enqueue(std::move(p), text, truncated);
   return Outcome::kPending;
 }
 
-void StreamMatcher::TriggerYielding(uint32_t rule, uint64_t line_number, std::string_view text,
-                                    uint64_t deadline) {
+void StreamMatcher::TriggerYielding(uint32_t rule, uint64_t line_number, uint64_t line_begin,
+                                    std::string_view text, uint64_t deadline) {
   if (last_triggered_[rule] == line_number) return;
   last_triggered_[rule] = line_number;
   const Rule& r = rules_->rules()[rule];
@@ -226,6 +247,7 @@ void StreamMatcher::TriggerYielding(uint32_t rule, uint64_t line_number, std::st
   TakeContext(line_number);
   Pending p{rule, line_number, deadline, false, false};
   p.yields = true;
+  p.stream_begin = line_begin;
   if (r.context) {
     const ContextSpec& ctx = *r.context;
     p.deadline = std::max(deadline, line_number + static_cast<uint64_t>(ctx.within_lines));

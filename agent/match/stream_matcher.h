@@ -39,6 +39,7 @@
 #include "agent/match/finding.h"
 #include "agent/match/pattern_set.h"
 #include "agent/match/rule_set.h"
+#include "agent/match/stream_state.h"
 
 namespace faultline {
 
@@ -66,6 +67,18 @@ class StreamMatcher {
 
   bool has_pending() const { return !pending_.empty(); }
   uint64_t lines_seen() const { return lines_seen_; }
+  // A stream resumed from a checkpoint numbers its lines on from `lines_before`.
+  // REQUIRES: nothing processed yet.
+  void ResumeAtLine(uint64_t lines_before) { lines_seen_ = lines_before; }
+
+  // The earliest line still open (a hit waiting for context, the first line of a sequence in
+  // progress): where a restarted reader must begin so that nothing open is lost.
+  struct OpenLine {
+    uint64_t line_number;
+    uint64_t stream_begin;
+  };
+  std::optional<OpenLine> EarliestOpenLine() const;
+  std::vector<PendingHitState> PendingHits() const;
 
  private:
   struct Pending {
@@ -76,6 +89,7 @@ class StreamMatcher {
     bool downgraded;
     // A generic hit waiting for the specific hits of its line: dropped if one of them is raised.
     bool yields = false;
+    uint64_t stream_begin = 0;  // stream offset of the hit line
     std::string preview;  // at most kPreviewBytes of the hit line
     bool preview_truncated = false;
     std::vector<std::string> labels;  // taken from the whole line when it was seen
@@ -84,6 +98,7 @@ class StreamMatcher {
   struct SequenceProgress {
     uint32_t next_step = 0;
     uint64_t start_line = 0;
+    uint64_t start_begin = 0;  // stream offset of the first step's line
     std::string start_text;  // at most kPreviewBytes of the first step's line
     bool start_truncated = false;
     // The rule was already raised on the start line by a single-line pattern: completing the
@@ -91,21 +106,22 @@ class StreamMatcher {
     bool start_line_counted = false;
   };
 
-  void ProcessLine(uint64_t line_number, std::string_view text,
+  void ProcessLine(uint64_t line_number, std::string_view text, uint64_t line_begin,
                    std::span<const PatternSet::Hit> hits);
   // What became of a hit, ordered so that the strongest of several is their maximum.
   enum class Outcome { kNone, kPending, kEmitted };
   // A hit of `rule` reported at `line_number`. Context windows are measured from `context_line`:
   // the hit line itself, or the line that completed a sequence. `truncated`: `text` is a preview.
+  // `line_begin` is the stream offset of the hit line.
   Outcome Trigger(uint32_t rule, uint64_t line_number, uint64_t context_line,
-                  std::string_view text, bool truncated);
+                  uint64_t line_begin, std::string_view text, bool truncated);
   // A hit of generic `rule` on a line whose specific hits are pending until `deadline`.
-  void TriggerYielding(uint32_t rule, uint64_t line_number, std::string_view text,
-                       uint64_t deadline);
+  void TriggerYielding(uint32_t rule, uint64_t line_number, uint64_t line_begin,
+                       std::string_view text, uint64_t deadline);
   // Keeps `p` pending, with a preview of `text` and the labels and context taken for it.
   void Enqueue(Pending p, std::string_view text, bool truncated);
   void AdvanceSequence(uint32_t sequence, uint32_t step_mask, uint64_t line_number,
-                       std::string_view text);
+                       uint64_t line_begin, std::string_view text);
   bool SeenWithin(std::span<const uint32_t> patterns, uint64_t line, int window) const;
   bool IsDecided(const Pending& p) const;
   // The severity `p` is reported at with what is known now; nothing when it is dropped.

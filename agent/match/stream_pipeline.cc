@@ -4,8 +4,41 @@ namespace faultline {
 
 StreamPipeline::StreamPipeline(std::shared_ptr<const RuleSet> rules, FindingSink* sink,
                                MatchScratch* scratch, size_t max_line_bytes,
-                               const StreamOrigin* origin)
-    : framer_(max_line_bytes), matcher_(std::move(rules), sink, origin), scratch_(scratch) {}
+                               const StreamOrigin* origin, const StreamResume* resume)
+    : framer_(max_line_bytes),
+      matcher_(std::move(rules), sink, origin),
+      scratch_(scratch),
+      origin_(origin) {
+  if (resume != nullptr) {
+    framer_.Resume(resume->position);
+    matcher_.ResumeAtLine(resume->lines_before);
+  }
+}
+
+StreamState StreamPipeline::State() const {
+  StreamState state;
+  if (origin_ != nullptr) {
+    state.source_id = origin_->source_id;
+    state.stream_name = origin_->stream_name;
+  }
+  state.read_offset = framer_.bytes_fed();
+  state.read_line = lines();
+  // Later positions first: the framer's partial line, then lines framed but not matched, then
+  // lines still open in the matcher; the earliest of them is where a restart must begin.
+  state.committed = framer_.resume_point();
+  state.committed_line = lines();
+  if (!batch_.empty()) {
+    state.committed = FramerPosition{batch_.stream_begin(0), false, false};
+    state.committed_line = matcher_.lines_seen();
+  }
+  if (const auto open = matcher_.EarliestOpenLine();
+      open && open->line_number <= state.committed_line) {
+    state.committed = FramerPosition{open->stream_begin, false, false};
+    state.committed_line = open->line_number - 1;
+  }
+  state.pending_hits = matcher_.PendingHits();
+  return state;
+}
 
 void StreamPipeline::Feed(std::string_view bytes) {
   // Feed in slices so a batch never grows far past kBatchBytes, whatever the read size.

@@ -15,8 +15,15 @@
 #include "agent/framing/line_batch.h"
 #include "agent/framing/line_framer.h"
 #include "agent/match/stream_matcher.h"
+#include "agent/match/stream_state.h"
 
 namespace faultline {
+
+// Where a resumed stream starts: a StreamState's committed position and its line count.
+struct StreamResume {
+  FramerPosition position;
+  uint64_t lines_before = 0;
+};
 
 class StreamPipeline {
  public:
@@ -25,8 +32,11 @@ class StreamPipeline {
   static constexpr size_t kBatchBytes = 64 * 1024;
 
   // `origin`, when given, names the stream on every finding and must outlive the pipeline.
+  // `resume`, when given, continues a stream from a checkpoint: the first byte fed is the byte at
+  // resume->position.offset.
   StreamPipeline(std::shared_ptr<const RuleSet> rules, FindingSink* sink, MatchScratch* scratch,
-                 size_t max_line_bytes, const StreamOrigin* origin = nullptr);
+                 size_t max_line_bytes, const StreamOrigin* origin = nullptr,
+                 const StreamResume* resume = nullptr);
 
   // Frames `bytes`; matches whenever a full batch is ready.
   void Feed(std::string_view bytes);
@@ -37,6 +47,9 @@ class StreamPipeline {
   // The stream is quiet: match what is framed and settle pending context.
   void SettlePending();
 
+  // The stream's positions now (stream_state.h); source id and name from the origin.
+  StreamState State() const;
+
   uint64_t lines() const { return matcher_.lines_seen() + batch_.size(); }
   uint64_t truncated_lines() const { return framer_.truncated_lines(); }
   bool has_pending() const { return matcher_.has_pending() || !batch_.empty(); }
@@ -46,6 +59,7 @@ class StreamPipeline {
   LineBatch batch_;
   StreamMatcher matcher_;
   MatchScratch* const scratch_;
+  const StreamOrigin* const origin_;
 };
 
 }  // namespace faultline

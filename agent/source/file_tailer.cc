@@ -1,26 +1,109 @@
 #include "agent/source/file_tailer.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <spdlog/spdlog.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
-
-#include "agent/source/glob.h"
+#include <filesystem>
+#include <limits>
 
 namespace faultline {
 namespace {
+
+using Clock = std::chrono::steady_clock;
 
 constexpr size_t kReadChunk = 1 << 20;
 // Enough bytes to tell one log's content from another's with overwhelming likelihood, few enough
 // to re-read on every change.
 constexpr size_t kTailBytes = 64;
-constexpr uint32_t kWatchMask = IN_MODIFY | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO |
-                                IN_CLOSE_WRITE | IN_ATTRIB;
+// The first bytes that identify a file across a close and reopen, and a copy of it: 1 KiB holds
+// the first lines of a log, which usually carry a timestamp or a run id.
+constexpr size_t kHeadBytes = 1024;
+constexpr uint64_t kFnvPrime = 0x100000001b3ULL;
+// Copies (logrotate copytruncate) appear right after the original is truncated; a stream that
+// ended longer ago than this is not matched against new files any more.
+constexpr auto kCopyMemory = std::chrono::minutes(10);
+constexpr size_t kMaxEndedStreams = 1024;
+constexpr int kMaxLinkHops = 8;
+// Files followed at Start are announced one by one up to this many; the rest at debug level,
+// so that a glob over 10,000 files does not flood the agent's own log.
+constexpr size_t kAnnounced = 20;
+
+uint64_t Fnv(uint64_t hash, std::string_view bytes) {
+  for (const char c : bytes) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= kFnvPrime;
+  }
+  return hash;
+}
+
+std::string ParentOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+bool SameTime(const timespec& a, const timespec& b) {
+  return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
+// Reads exactly `len` bytes at `offset`; false on a short read (the file shrank) or an error.
+bool ReadAt(int fd, uint64_t offset, size_t len, std::string* out) {
+  out->resize(len);
+  size_t got = 0;
+  while (got < len) {
+    const ssize_t n = pread(fd, out->data() + got, len - got, static_cast<off_t>(offset + got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    got += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// O_NONBLOCK: opening a FIFO swapped in for a log must not wait for a writer. O_NOFOLLOW unless
+// the path is meant to be a link: a regular file swapped for a link between finding and opening
+// is looked at again instead of being followed blindly.
+int OpenForReading(const std::string& path, bool is_link) {
+  return open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | (is_link ? 0 : O_NOFOLLOW));
+}
+
+// The paths a symbolic link resolves through, in order, the last one being the file (or what
+// should be). Empty when `path` is not a link.
+std::vector<std::string> ResolveLinkHops(const std::string& path) {
+  std::vector<std::string> hops;
+  std::string current = path;
+  char target[PATH_MAX];
+  for (int i = 0; i < kMaxLinkHops; ++i) {
+    const ssize_t n = readlink(current.c_str(), target, sizeof(target));
+    if (n <= 0 || static_cast<size_t>(n) >= sizeof(target)) break;
+    std::string next(target, static_cast<size_t>(n));
+    if (next.front() != '/') next = JoinPath(ParentOf(current), next);
+    current = std::filesystem::path(next).lexically_normal().string();
+    hops.push_back(current);
+  }
+  return hops;
+}
+
+std::vector<Glob> MakeGlobs(const std::vector<std::string>& patterns) {
+  return {patterns.begin(), patterns.end()};
+}
+
+void RememberTail(std::string& tail, std::string_view bytes) {
+  if (bytes.size() >= kTailBytes) {
+    tail.assign(bytes.substr(bytes.size() - kTailBytes));
+    return;
+  }
+  tail.append(bytes);
+  if (tail.size() > kTailBytes) tail.erase(0, tail.size() - kTailBytes);
+}
 
 }  // namespace
 
@@ -29,9 +112,18 @@ FileTailer::FileTailer(asio::io_context& io, FileTailerOptions options,
     : io_(io),
       options_(std::move(options)),
       factory_(std::move(factory)),
-      timer_(io),
-      inotify_buffer_(64 * 1024),
-      read_buffer_(kReadChunk, '\0') {}
+      globs_(MakeGlobs(options_.patterns)),
+      exclude_(options_.exclude),
+      budget_(options_.descriptors != nullptr
+                  ? options_.descriptors
+                  : std::make_shared<DescriptorBudget>(std::numeric_limits<size_t>::max())),
+      poll_timer_(io),
+      rescan_timer_(io),
+      watcher_(io, options_.poll_interval),
+      rooted_(globs_.size(), false),
+      read_buffer_(kReadChunk, '\0') {
+  budget_->Register(this);
+}
 
 FileTailer::~FileTailer() {
   *alive_ = false;
@@ -39,297 +131,847 @@ FileTailer::~FileTailer() {
 }
 
 void FileTailer::Start() {
-  const int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-  if (fd < 0) {
-    spdlog::warn("inotify unavailable ({}); files are polled every {} ms", std::strerror(errno),
-                 options_.poll_interval.count());
-  } else {
-    inotify_ = std::make_unique<asio::posix::stream_descriptor>(io_, fd);
-    UpdateWatches();
-    ArmInotify();
+  watcher_.Start([this](const std::vector<FolderWatcher::Event>& events) { OnEvents(events); },
+                 [this](const std::string& dir) { OnFolderLost(dir); });
+  WarnAboutRotatedNames();
+  Rescan(/*initial=*/true);
+  if (announced_ > kAnnounced) {
+    spdlog::info("following {} files in all for {}", files_.size(), options_.patterns.front());
   }
-  Poll(/*initial=*/true);
-  ArmTimer();
+  ArmPollTimer();
+  ArmRescanTimer();
+  SchedulePass();
 }
 
 void FileTailer::Stop() {
   if (stopped_) return;
   stopped_ = true;
-  timer_.cancel();
+  poll_timer_.cancel();
+  rescan_timer_.cancel();
   // Settle what each stream holds (a last partial line, hits waiting for context) so that stopping
   // loses no count.
   for (auto& [path, file] : files_) file->consumer->OnEnd();
   for (auto& file : draining_) file->consumer->OnEnd();
-  if (inotify_ != nullptr) {
-    boost::system::error_code ignored;
-    inotify_->close(ignored);
-  }
-  for (auto& [path, file] : files_) close(file->fd);
-  for (auto& file : draining_) close(file->fd);
+  watcher_.Stop();
+  for (auto& [path, file] : files_) CloseFd(*file);
+  for (auto& file : draining_) CloseFd(*file);
   files_.clear();
   draining_.clear();
+  by_identity_.clear();
+  active_.clear();
+  budget_->Unregister(this);
 }
 
-void FileTailer::ArmTimer() {
+void FileTailer::ArmPollTimer() {
   if (stopped_) return;
-  timer_.expires_after(options_.poll_interval);
-  timer_.async_wait([this, alive = alive_](const boost::system::error_code& ec) {
+  poll_timer_.expires_after(options_.poll_interval);
+  poll_timer_.async_wait([this, alive = alive_](const boost::system::error_code& ec) {
     if (ec || !*alive || stopped_) return;
-    UpdateWatches();
-    Poll(/*initial=*/false);
-    ArmTimer();
+    OnPollTick();
+    ArmPollTimer();
   });
 }
 
-void FileTailer::ArmInotify() {
-  if (stopped_ || inotify_ == nullptr) return;
-  inotify_->async_read_some(
-      asio::buffer(inotify_buffer_),
-      [this, alive = alive_](const boost::system::error_code& ec, size_t n) {
-        if (ec || !*alive || stopped_) return;
-        // Which file changed does not matter: a poll reads every file that grew. Only when names
-        // changed (a file or folder created, renamed or deleted) must the globs be expanded again;
-        // a plain write just reads the files already followed, which stays cheap for `**` globs
-        // over large trees.
-        bool names_changed = false;
-        bool dir_created = false;
-        for (size_t at = 0; at + sizeof(inotify_event) <= n;) {
-          const auto* event = reinterpret_cast<const inotify_event*>(&inotify_buffer_[at]);
-          if (event->mask & (IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE)) {
-            names_changed = true;
-          }
-          if ((event->mask & IN_CREATE) && (event->mask & IN_ISDIR)) dir_created = true;
-          if (event->mask & IN_IGNORED) ForgetWatch(event->wd);
-          at += sizeof(inotify_event) + event->len;
+void FileTailer::ArmRescanTimer() {
+  if (stopped_) return;
+  rescan_timer_.expires_after(options_.rescan_interval);
+  rescan_timer_.async_wait([this, alive = alive_](const boost::system::error_code& ec) {
+    if (ec || !*alive || stopped_) return;
+    rescan_wanted_ = true;
+    SchedulePass();
+    ArmRescanTimer();
+  });
+}
+
+void FileTailer::SchedulePass() {
+  if (pass_scheduled_ || stopped_) return;
+  pass_scheduled_ = true;
+  asio::post(io_, [this, alive = alive_] {
+    if (!*alive || stopped_) return;
+    pass_scheduled_ = false;
+    Pass();
+  });
+}
+
+void FileTailer::OnEvents(const std::vector<FolderWatcher::Event>& events) {
+  if (stopped_) return;
+  drain_wanted_ = true;  // a rotated file may have been written under any name
+  for (const FolderWatcher::Event& event : events) {
+    if (event.dir.empty()) {
+      // The kernel dropped events: anything may have changed.
+      spdlog::info("inotify queue overflowed; walking the globs again");
+      rescan_wanted_ = true;
+      continue;
+    }
+    if (event.name.empty()) continue;  // the folder itself: FolderWatcher reports it lost
+    std::string path = JoinPath(event.dir, event.name);
+    const uint32_t mask = event.mask;
+    const bool appeared = mask & (IN_CREATE | IN_MOVED_TO);
+    const bool name_changed = mask & (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO);
+    if (mask & IN_MOVED_FROM) moving_[event.cookie] = path;
+    if (mask & IN_MOVED_TO) {
+      if (auto from = moving_.find(event.cookie); from != moving_.end()) {
+        if (files_.contains(from->second) || link_owners_.contains(from->second)) {
+          rotated_to_.insert(path);
         }
-        if (dir_created) UpdateWatches();
-        SchedulePoll(names_changed);
-        ArmInotify();
+        renamed_[from->second] = path;
+        moving_.erase(from);
+      }
+    }
+    if (mask & IN_ISDIR) {
+      if (appeared) {
+        new_folders_.insert(path);
+      } else if (name_changed) {
+        RecheckUnder(path);
+      }
+      continue;
+    }
+    const bool recheck = name_changed || (mask & IN_ATTRIB);
+    if (files_.contains(path)) {
+      bool& flag = pending_[path];
+      flag = flag || recheck;
+    } else if (aliases_.contains(path)) {
+      // The same file is followed under another name, which has its own events.
+      if (recheck) {
+        aliases_.erase(path);
+        candidates_.insert(path);
+      }
+    } else if (Wanted(path)) {
+      candidates_.insert(path);
+    } else if (appeared && MayBeFolderLink(path)) {
+      new_folders_.insert(path);
+    }
+    for (auto [it, end] = link_owners_.equal_range(path); it != end; ++it) {
+      if (files_.contains(it->second)) {
+        bool& flag = pending_[it->second];
+        flag = flag || recheck;
+      } else if (recheck) {
+        candidates_.insert(it->second);
+      }
+    }
+  }
+  SchedulePass();
+}
+
+void FileTailer::RecheckUnder(const std::string& dir) {
+  const std::string prefix = dir == "." ? "" : dir == "/" ? "/" : dir + "/";
+  for (auto it = files_.lower_bound(prefix);
+       it != files_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+    pending_[it->first] = true;
+  }
+  for (auto it = link_owners_.lower_bound(prefix);
+       it != link_owners_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+    if (files_.contains(it->second)) pending_[it->second] = true;
+  }
+}
+
+void FileTailer::OnFolderLost(const std::string& dir) {
+  if (stopped_) return;
+  for (size_t i = 0; i < globs_.size(); ++i) {
+    if (globs_[i].root() == dir) rooted_[i] = false;
+  }
+  RecheckUnder(dir);
+  reliability_stale_ = true;
+  SchedulePass();
+}
+
+void FileTailer::OnPollTick() {
+  const auto now = Clock::now();
+  if (!watcher_.available()) {
+    rescan_wanted_ = true;  // nothing reports changes: walk and stat everything, every tick
+  } else {
+    for (const std::string& path : unreliable_) pending_[path] = true;
+    for (const std::string& dir : watcher_.PolledGlobFolders()) {
+      for (const Glob& glob : globs_) {
+        if (glob.MatchFolder(dir) != Glob::FolderMatch::kNo) WalkFolder(glob, dir, false, false);
+      }
+    }
+    for (size_t i = 0; i < globs_.size(); ++i) {
+      if (rooted_[i]) continue;
+      struct stat st {};
+      if (stat(globs_[i].root().c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+      rooted_[i] = true;
+      watcher_.WatchForGlob(globs_[i].root());
+      WalkFolder(globs_[i], globs_[i].root(), false, true);
+    }
+  }
+  for (const std::string& path : std::exchange(waiting_for_fd_, {})) {
+    if (files_.contains(path)) {
+      pending_.try_emplace(path, false);
+    } else {
+      candidates_.insert(path);
+    }
+  }
+  // A rename whose IN_MOVED_TO never came moved the file out of the watched folders.
+  moving_.clear();
+  drain_wanted_ = true;
+  CheckSettled();
+  CheckQuiet(now);
+  CloseIdle(now);
+  Pass();
+}
+
+void FileTailer::Rescan(bool initial) {
+  ++rescans_;
+  for (size_t i = 0; i < globs_.size(); ++i) {
+    const Glob& glob = globs_[i];
+    struct stat st {};
+    rooted_[i] = stat(glob.root().c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+    if (!rooted_[i]) continue;
+    watcher_.WatchForGlob(glob.root());
+    WalkFolder(glob, glob.root(), initial, /*full=*/true);
+  }
+  if (initial) return;
+  // The safety net for missed events: every followed file is looked at again.
+  for (const auto& [path, file] : files_) pending_[path] = true;
+  for (const auto& [link, hops] : links_) {
+    if (!files_.contains(link)) candidates_.insert(link);
+  }
+}
+
+void FileTailer::WalkFolder(const Glob& glob, const std::string& dir, bool initial, bool full) {
+  WalkGlob(
+      glob, dir,
+      [&](const std::string& folder) {
+        const bool added = watcher_.WatchForGlob(folder);
+        return full || added;
+      },
+      [&](const std::string& path) {
+        if (files_.contains(path) || aliases_.contains(path)) return;
+        if (!glob.literal() && exclude_.Excludes(path)) return;
+        if (initial) {
+          Discover(path, /*initial=*/true);
+        } else {
+          candidates_.insert(path);
+        }
       });
 }
 
-void FileTailer::UpdateWatches() {
-  if (inotify_ == nullptr) return;
-  for (const std::string& pattern : options_.patterns) {
-    for (const std::string& dir : GlobWatchDirs(pattern)) {
-      if (watches_.contains(dir)) continue;
-      const int wd = inotify_add_watch(inotify_->native_handle(), dir.c_str(), kWatchMask);
-      if (wd < 0) {
-        spdlog::warn("cannot watch {} ({}); relying on the {} ms poll", dir,
-                     std::strerror(errno), options_.poll_interval.count());
-        watches_[dir] = -1;  // do not retry every tick; the poll covers it
-        continue;
-      }
-      watches_[dir] = wd;
-    }
+void FileTailer::ScanNewFolder(const std::string& dir) {
+  struct stat st {};
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return;
+  struct stat lst {};
+  const bool is_link = lstat(dir.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode);
+  for (const Glob& glob : globs_) {
+    const Glob::FolderMatch match = glob.MatchFolder(dir);
+    if (match == Glob::FolderMatch::kNo) continue;
+    if (is_link && match != Glob::FolderMatch::kExplicit) continue;
+    watcher_.WatchForGlob(dir);
+    // Everything below a folder that just appeared is new: walk all of it.
+    WalkFolder(glob, dir, false, /*full=*/true);
   }
 }
 
-void FileTailer::ForgetWatch(int wd) {
-  // The folder was deleted (or unmounted); if it comes back, UpdateWatches watches it again.
-  for (auto it = watches_.begin(); it != watches_.end(); ++it) {
-    if (it->second == wd) {
-      watches_.erase(it);
-      return;
-    }
+bool FileTailer::Wanted(const std::string& path) const {
+  for (const Glob& glob : globs_) {
+    if (glob.Matches(path) && (glob.literal() || !exclude_.Excludes(path))) return true;
   }
+  return false;
 }
 
-void FileTailer::SchedulePoll(bool rescan) {
-  rescan_scheduled_ |= rescan;
-  if (poll_scheduled_ || stopped_) return;
-  poll_scheduled_ = true;
-  asio::post(io_, [this, alive = alive_] {
-    if (!*alive || stopped_) return;
-    poll_scheduled_ = false;
-    const bool rescan_now = rescan_scheduled_;
-    rescan_scheduled_ = false;
-    Poll(/*initial=*/false, rescan_now);
+bool FileTailer::MayBeFolderLink(const std::string& path) const {
+  return std::any_of(globs_.begin(), globs_.end(), [&](const Glob& glob) {
+    return glob.MatchFolder(path) == Glob::FolderMatch::kExplicit;
   });
 }
 
-std::unique_ptr<FileTailer::TailedFile> FileTailer::Open(const std::string& path,
-                                                        bool from_end) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+void FileTailer::WarnAboutRotatedNames() const {
+  for (const Glob& glob : globs_) {
+    const std::vector<std::string> rotated = RotatedNamesMatchedBy(glob);
+    if (rotated.empty()) continue;
+    const auto kept = std::find_if(rotated.begin(), rotated.end(),
+                                   [&](const std::string& p) { return !exclude_.Excludes(p); });
+    if (kept != rotated.end()) {
+      spdlog::warn(
+          "glob {} also matches rotated copies such as {}: lines in them are counted again "
+          "unless recognised as copies of a file already read; add the rotated names to the "
+          "source's exclude, or narrow the glob",
+          glob.pattern(), std::filesystem::path(*kept).filename().string());
+    } else {
+      spdlog::info("glob {} also matches rotated names such as {}; exclude skips them",
+                   glob.pattern(), std::filesystem::path(rotated.front()).filename().string());
+    }
+  }
+}
+
+bool FileTailer::TrackLink(const std::string& path) {
+  std::vector<std::string> hops = ResolveLinkHops(path);
+  auto it = links_.find(path);
+  if (it != links_.end() && it->second == hops) return !hops.empty();
+  UntrackLink(path);
+  if (hops.empty()) return false;
+  for (const std::string& hop : hops) {
+    link_owners_.emplace(hop, path);
+    watcher_.WatchForLink(ParentOf(hop));
+  }
+  links_.emplace(path, std::move(hops));
+  return true;
+}
+
+void FileTailer::UntrackLink(const std::string& path) {
+  auto it = links_.find(path);
+  if (it == links_.end()) return;
+  for (const std::string& hop : it->second) {
+    for (auto [owner, end] = link_owners_.equal_range(hop); owner != end; ++owner) {
+      if (owner->second == path) {
+        link_owners_.erase(owner);
+        break;
+      }
+    }
+    watcher_.ReleaseLink(ParentOf(hop));
+  }
+  links_.erase(it);
+}
+
+bool FileTailer::Reliable(const TailedFile& file) const {
+  if (!watcher_.Reliable(ParentOf(file.path))) return false;
+  auto hops = links_.find(file.path);
+  if (hops == links_.end()) return true;
+  return std::all_of(hops->second.begin(), hops->second.end(),
+                     [&](const std::string& hop) { return watcher_.Reliable(ParentOf(hop)); });
+}
+
+void FileTailer::UpdateReliability(const TailedFile& file) {
+  if (Reliable(file)) {
+    unreliable_.erase(file.path);
+  } else {
+    unreliable_.insert(file.path);
+  }
+}
+
+void FileTailer::Discover(const std::string& path, bool initial) {
+  struct stat lst {};
+  if (lstat(path.c_str(), &lst) != 0) {
+    UntrackLink(path);
+    return;
+  }
+  const bool is_link = TrackLink(path);
+  if (!budget_->Acquire(this)) {
+    waiting_for_fd_.insert(path);
+    return;
+  }
+  const int fd = OpenForReading(path, is_link);
   struct stat st {};
   if (fd < 0 || fstat(fd, &st) != 0) {
-    if (unreadable_.insert(path).second) {
-      spdlog::warn("cannot read {}: {}; retrying every poll", path, std::strerror(errno));
-    }
+    const int error = errno;
     if (fd >= 0) close(fd);
-    return nullptr;
+    budget_->Release();
+    // ENOENT: gone again, or a link whose target does not exist yet (its folder is watched).
+    if (error != ENOENT && reported_.insert(path).second) {
+      spdlog::warn("cannot read {}: {}; trying again when it changes", path, std::strerror(error));
+    }
+    return;
   }
-  unreadable_.erase(path);
+  if (!S_ISREG(st.st_mode)) {
+    close(fd);
+    budget_->Release();
+    if (reported_.insert(path).second) {
+      spdlog::warn("{} is not a regular file (a FIFO, socket, device or folder); not read", path);
+    }
+    return;
+  }
+  reported_.erase(path);
+  const Identity id{st.st_dev, st.st_ino};
+  if (auto known = by_identity_.find(id); known != by_identity_.end()) {
+    close(fd);
+    budget_->Release();
+    TailedFile* other = known->second;
+    if (!other->draining) {
+      aliases_.insert(path);  // the same file under another name: read once, under that one
+      return;
+    }
+    // A rotated file renamed to a name the globs match: it continues where it was.
+    auto it = std::find_if(draining_.begin(), draining_.end(),
+                           [&](const auto& f) { return f.get() == other; });
+    std::unique_ptr<TailedFile> file = std::move(*it);
+    draining_.erase(it);
+    file->path = path;
+    file->is_link = is_link;
+    file->draining = false;
+    TailedFile& ref = *file;
+    files_.emplace(path, std::move(file));
+    Touch(ref);
+    UpdateReliability(ref);
+    pending_.try_emplace(path, false);
+    return;
+  }
+  ++held_;
+
+  auto file = std::make_unique<TailedFile>();
+  file->path = path;
+  file->is_link = is_link;
+  file->fd = fd;
+  file->dev = st.st_dev;
+  file->ino = st.st_ino;
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  // A new file named like a rotated copy of one already read (app.log.1 beside app.log) is held
+  // back until it stops growing: logrotate creates the copy empty and fills it, and only the
+  // whole copy can be recognised.
+  file->settling = !initial && LooksLikeACopy(path);
+  StartAt(*file, initial && options_.start_at_end ? size : 0);
+  file->last_size = st.st_size;
+  file->last_mtime = st.st_mtim;
+  file->consumer = factory_(path);
+  file->last_data = Clock::now();
+  const uint64_t offset = file->mark.offset;
+  const auto where = file->settling ? std::string("the beginning, once it stops growing")
+                     : offset == 0  ? std::string("the beginning")
+                     : offset == size ? std::string("its end")
+                                      : "byte " + std::to_string(offset);
+  if (!initial || ++announced_ <= kAnnounced) {
+    spdlog::info("following {} from {}", path, where);
+  } else {
+    spdlog::debug("following {} from {}", path, where);
+  }
+  TailedFile& ref = *file;
+  files_.emplace(path, std::move(file));
+  by_identity_[id] = &ref;
+  Touch(ref);
+  UpdateReliability(ref);
+  if (ref.settling) {
+    settling_.insert(path);
+  } else if (offset < size) {
+    pending_.try_emplace(path, false);
+  }
+}
+
+void FileTailer::StartAt(TailedFile& file, uint64_t offset) {
+  file.mark = ReadMark{};
+  const size_t head_len = static_cast<size_t>(std::min<uint64_t>(kHeadBytes, offset));
+  std::string head;
+  const size_t tail_len = static_cast<size_t>(std::min<uint64_t>(kTailBytes, offset));
+  if (offset == 0 || !ReadAt(file.fd, 0, head_len, &head) ||
+      !ReadAt(file.fd, offset - tail_len, tail_len, &file.mark.tail)) {
+    file.mark.tail.clear();
+    return;  // empty, or shrank meanwhile: from the beginning
+  }
+  file.mark.offset = offset;
+  file.mark.head_len = head_len;
+  file.mark.head_hash = Fnv(file.mark.head_hash, head);
+}
+
+bool FileTailer::LooksLikeACopy(const std::string& path) const {
+  const auto named_after = [&](const std::string& original) {
+    return IsRotatedNameOf(path, original);
+  };
+  return std::any_of(files_.begin(), files_.end(),
+                     [&](const auto& entry) { return named_after(entry.first); }) ||
+         std::any_of(draining_.begin(), draining_.end(),
+                     [&](const auto& file) { return named_after(file->path); }) ||
+         std::any_of(ended_.begin(), ended_.end(),
+                     [&](const EndedStream& e) { return named_after(e.path); });
+}
+
+void FileTailer::CheckSettled() {
+  for (auto it = settling_.begin(); it != settling_.end();) {
+    auto file = files_.find(*it);
+    if (file == files_.end()) {
+      it = settling_.erase(it);
+      continue;
+    }
+    TailedFile& f = *file->second;
+    struct stat st {};
+    if (stat(f.path.c_str(), &st) != 0 || st.st_dev != f.dev || st.st_ino != f.ino) {
+      pending_[f.path] = true;  // gone or replaced: the recheck handles it
+      ++it;
+      continue;
+    }
+    const bool still = st.st_size == f.last_size && SameTime(st.st_mtim, f.last_mtime);
+    f.last_size = st.st_size;
+    f.last_mtime = st.st_mtim;
+    if (still && (f.fd >= 0 || Reopen(f))) {
+      it = settling_.erase(it);
+      Settle(f);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void FileTailer::Settle(TailedFile& file) {
+  file.settling = false;
+  struct stat st {};
+  if (fstat(file.fd, &st) != 0) return;
+  StartAt(file, CopyOffset(file.fd, static_cast<uint64_t>(st.st_size), file.path));
+  pending_.try_emplace(file.path, false);
+}
+
+void FileTailer::DrainUnseen(const std::string& path) {
+  budget_->Acquire(this, /*force=*/true);
+  const int fd = OpenForReading(path, /*is_link=*/false);
+  struct stat st {};
+  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+      by_identity_.contains({st.st_dev, st.st_ino})) {
+    if (fd >= 0) close(fd);
+    budget_->Release();
+    return;
+  }
+  ++held_;
   auto file = std::make_unique<TailedFile>();
   file->path = path;
   file->fd = fd;
   file->dev = st.st_dev;
   file->ino = st.st_ino;
-  file->offset = from_end ? static_cast<uint64_t>(st.st_size) : 0;
-  if (file->offset > 0) {
-    const size_t len = static_cast<size_t>(std::min<uint64_t>(kTailBytes, file->offset));
-    file->tail.resize(len);
-    if (pread(fd, file->tail.data(), len, static_cast<off_t>(file->offset - len)) !=
-        static_cast<ssize_t>(len)) {
-      file->tail.clear();
-    }
-  }
-  file->last_size = st.st_size;
-  file->last_mtime = st.st_mtim;
+  file->draining = true;
   file->consumer = factory_(path);
-  file->last_data = std::chrono::steady_clock::now();
-  spdlog::info("following {} from {}", path, from_end ? "its end" : "the beginning");
-  return file;
+  file->last_data = Clock::now();
+  spdlog::info("{} was written and rotated away before it was read; reading it there", path);
+  by_identity_[{st.st_dev, st.st_ino}] = file.get();
+  draining_.push_back(std::move(file));
+  drain_wanted_ = true;
 }
 
-void FileTailer::RememberTail(TailedFile& file, std::string_view bytes) {
-  if (bytes.size() >= kTailBytes) {
-    file.tail.assign(bytes.substr(bytes.size() - kTailBytes));
-    return;
+uint64_t FileTailer::CopyOffset(int fd, uint64_t size, const std::string& path) {
+  if (size == 0) return 0;
+  std::string head;
+  const size_t head_len = static_cast<size_t>(std::min<uint64_t>(kHeadBytes, size));
+  if (!ReadAt(fd, 0, head_len, &head)) return 0;
+  std::vector<uint64_t> prefix(head_len + 1);
+  prefix[0] = ReadMark{}.head_hash;
+  for (size_t i = 0; i < head_len; ++i) prefix[i + 1] = Fnv(prefix[i], head.substr(i, 1));
+
+  // Whether this file holds what `mark` says was read of another (`live` when it is still
+  // followed): the same first bytes, and the same bytes just before where the two part.
+  uint64_t start = 0;
+  const auto is_copy = [&](const ReadMark& mark, const TailedFile* live) {
+    if (mark.head_len == 0 || mark.head_len > head_len ||
+        prefix[mark.head_len] != mark.head_hash) {
+      return false;
+    }
+    const uint64_t at = std::min(size, mark.offset);
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(kTailBytes, at));
+    std::string mine;
+    std::string theirs;
+    if (!ReadAt(fd, at - n, n, &mine)) return false;
+    if (at == mark.offset) {
+      theirs = mark.tail;
+    } else if (live == nullptr || live->fd < 0 || !ReadAt(live->fd, at - n, n, &theirs)) {
+      return false;
+    }
+    if (mine != theirs) return false;
+    start = at;
+    return true;
+  };
+  const auto found = [&](const std::string& of) {
+    ++copies_;
+    spdlog::info(
+        "{} holds a copy of {} bytes already read from {} (a rotated copy); following it from "
+        "there",
+        path, start, of);
+    return start;
+  };
+  for (const auto& [other_path, other] : files_) {
+    if (IsRotatedNameOf(path, other_path) && is_copy(other->mark, other.get())) {
+      return found(other_path);
+    }
   }
-  file.tail.append(bytes);
-  if (file.tail.size() > kTailBytes) file.tail.erase(0, file.tail.size() - kTailBytes);
+  for (const auto& other : draining_) {
+    if (IsRotatedNameOf(path, other->path) && is_copy(other->mark, other.get())) {
+      return found(other->path);
+    }
+  }
+  for (auto it = ended_.rbegin(); it != ended_.rend(); ++it) {
+    if (IsRotatedNameOf(path, it->path) && is_copy(it->mark, nullptr)) return found(it->path);
+  }
+  return 0;
+}
+
+void FileTailer::Pass() {
+  if (stopped_) return;
+  if (reliability_stale_) {
+    reliability_stale_ = false;
+    for (const auto& [path, file] : files_) UpdateReliability(*file);
+  }
+  if (rescan_wanted_) {
+    rescan_wanted_ = false;
+    Rescan(/*initial=*/false);
+  }
+  for (const std::string& dir : std::exchange(new_folders_, {})) ScanNewFolder(dir);
+  // Followed files first, so that a rotated file is draining before its new name is looked at.
+  for (const auto& [path, recheck] : std::exchange(pending_, {})) {
+    auto it = files_.find(path);
+    if (it != files_.end()) Service(*it->second, recheck);
+  }
+  for (const std::string& path : std::exchange(rotated_to_, {})) DrainUnseen(path);
+  for (const std::string& path : std::exchange(candidates_, {})) {
+    if (!files_.contains(path)) Discover(path, /*initial=*/false);
+  }
+  if (std::exchange(drain_wanted_, false)) ReadDraining();
+  renamed_.clear();
+  if (!pending_.empty() || !candidates_.empty() || !new_folders_.empty() || drain_wanted_ ||
+      rescan_wanted_) {
+    SchedulePass();
+  }
+}
+
+void FileTailer::Service(TailedFile& file, bool recheck) {
+  if (recheck || file.fd < 0) {
+    if (recheck) {
+      file.is_link = TrackLink(file.path);
+      UpdateReliability(file);
+    }
+    struct stat st {};
+    const bool exists = stat(file.path.c_str(), &st) == 0;
+    if (!exists || st.st_dev != file.dev || st.st_ino != file.ino) {
+      Replace(file, exists);
+      return;
+    }
+    if (file.fd < 0) {
+      const bool unchanged = st.st_size == file.last_size && SameTime(st.st_mtim, file.last_mtime);
+      if (unchanged && file.mark.offset >= static_cast<uint64_t>(st.st_size)) return;
+      if (!Reopen(file)) return;
+    }
+  }
+  if (file.settling) return;  // CheckSettled decides when it is read
+  const auto before = file.last_data;
+  if (ReadSome(file)) pending_.try_emplace(file.path, false);
+  if (file.last_data != before) Touch(file);
+}
+
+bool FileTailer::Reopen(TailedFile& file) {
+  if (!budget_->Acquire(this)) {
+    waiting_for_fd_.insert(file.path);
+    return false;
+  }
+  const int fd = OpenForReading(file.path, file.is_link);
+  struct stat st {};
+  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_dev != file.dev ||
+      st.st_ino != file.ino) {
+    // Swapped between the stat and the open: the name change that did it brings a recheck.
+    if (fd >= 0) close(fd);
+    budget_->Release();
+    return false;
+  }
+  file.fd = fd;
+  ++held_;
+  ++reopens_;
+  Touch(file);
+  if (file.mark.head_len > 0) {
+    std::string head;
+    if (!ReadAt(fd, 0, file.mark.head_len, &head) ||
+        Fnv(ReadMark{}.head_hash, head) != file.mark.head_hash) {
+      RestartStream(file, "was rewritten while it was closed");
+    }
+  }
+  return true;
+}
+
+void FileTailer::Replace(TailedFile& file, bool path_exists) {
+  const std::string path = file.path;
+  std::unique_ptr<TailedFile> old = Unfollow(path);
+  if (path_exists) {
+    ++rotations_;
+    spdlog::info("{} was rotated; draining the old file and following the new one", path);
+  }
+  if (old->fd >= 0 || Locate(*old)) {
+    old->draining = true;
+    draining_.push_back(std::move(old));
+  } else {
+    spdlog::debug("{} was deleted while closed; its stream ends", path);
+    End(std::move(old));
+  }
+  if (path_exists) {
+    Discover(path, /*initial=*/false);
+  } else {
+    UntrackLink(path);
+  }
+}
+
+bool FileTailer::Locate(TailedFile& file) {
+  // The file (or, behind a link, its target) may have been renamed: the rename inotify saw, else
+  // its inode in a listing of its folder.
+  std::string from = file.path;
+  if (auto hops = links_.find(file.path); hops != links_.end()) from = hops->second.back();
+  std::vector<std::string> names;
+  for (int i = 0; i < kMaxLinkHops; ++i) {
+    auto next = renamed_.find(from);
+    if (next == renamed_.end()) break;
+    from = next->second;
+    names.insert(names.begin(), from);  // the latest name first
+  }
+  if (names.empty()) {
+    const std::string dir = ParentOf(from);
+    if (const std::unique_ptr<DIR, int (*)(DIR*)> listing(opendir(dir.c_str()), closedir);
+        listing != nullptr) {
+      while (const dirent* entry = readdir(listing.get())) {
+        if (entry->d_ino == file.ino) names.push_back(JoinPath(dir, entry->d_name));
+      }
+    }
+  }
+  for (const std::string& name : names) {
+    budget_->Acquire(this, /*force=*/true);
+    const int fd = OpenForReading(name, /*is_link=*/false);
+    struct stat st {};
+    std::string head;
+    const bool same = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+                      st.st_dev == file.dev && st.st_ino == file.ino &&
+                      (file.mark.head_len == 0 ||
+                       (ReadAt(fd, 0, file.mark.head_len, &head) &&
+                        Fnv(ReadMark{}.head_hash, head) == file.mark.head_hash));
+    if (same) {
+      file.fd = fd;
+      ++held_;
+      ++reopens_;
+      spdlog::info("{} was renamed to {} while closed; reading the rest of it there", file.path,
+                   name);
+      return true;
+    }
+    if (fd >= 0) close(fd);
+    budget_->Release();
+  }
+  return false;
+}
+
+void FileTailer::RestartStream(TailedFile& file, const char* why) {
+  spdlog::info("{} {}; reading it again from the start", file.path, why);
+  ++truncations_;
+  Remember(file);  // what it held before, to recognise a copy of it (copytruncate)
+  file.consumer->OnEnd();
+  file.consumer = factory_(file.path);
+  file.mark = ReadMark{};
 }
 
 bool FileTailer::WasRewritten(TailedFile& file) {
   struct stat st {};
   if (fstat(file.fd, &st) != 0) return false;
-  const bool changed = st.st_size != file.last_size ||
-                       st.st_mtim.tv_sec != file.last_mtime.tv_sec ||
-                       st.st_mtim.tv_nsec != file.last_mtime.tv_nsec;
+  const bool changed = st.st_size != file.last_size || !SameTime(st.st_mtim, file.last_mtime);
   file.last_size = st.st_size;
   file.last_mtime = st.st_mtim;
-  if (static_cast<uint64_t>(st.st_size) < file.offset) return true;
-  if (!changed || file.tail.empty()) return false;
-  std::string now(file.tail.size(), '\0');
-  const ssize_t n = pread(file.fd, now.data(), now.size(),
-                          static_cast<off_t>(file.offset - file.tail.size()));
-  return n == static_cast<ssize_t>(now.size()) && now != file.tail;
+  const ReadMark& mark = file.mark;
+  if (static_cast<uint64_t>(st.st_size) < mark.offset) return true;
+  if (!changed || mark.tail.empty()) return false;
+  std::string now;
+  return ReadAt(file.fd, mark.offset - mark.tail.size(), mark.tail.size(), &now) &&
+         now != mark.tail;
 }
 
 bool FileTailer::ReadSome(TailedFile& file) {
-  if (WasRewritten(file)) {
-    spdlog::info("{} was truncated or rewritten; reading it again from the start", file.path);
-    ++truncations_;
-    file.tail.clear();
-    file.consumer->OnEnd();
-    file.consumer = factory_(file.path);
-    file.offset = 0;
-  }
+  if (WasRewritten(file)) RestartStream(file, "was truncated or rewritten");
   size_t taken = 0;
   while (taken < options_.read_budget) {
     const ssize_t n = pread(file.fd, read_buffer_.data(), read_buffer_.size(),
-                            static_cast<off_t>(file.offset));
+                            static_cast<off_t>(file.mark.offset));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       if (n < 0) spdlog::warn("read error on {}: {}", file.path, std::strerror(errno));
       return false;
     }
-    file.offset += static_cast<uint64_t>(n);
-    taken += static_cast<size_t>(n);
-    file.last_data = std::chrono::steady_clock::now();
-    file.quiet_reported = false;
     const std::string_view bytes(read_buffer_.data(), static_cast<size_t>(n));
-    RememberTail(file, bytes);
+    ReadMark& mark = file.mark;
+    if (mark.head_len < kHeadBytes) {  // still inside the first bytes: head_len == offset
+      const size_t add = std::min(bytes.size(), kHeadBytes - mark.head_len);
+      mark.head_hash = Fnv(mark.head_hash, bytes.substr(0, add));
+      mark.head_len += add;
+    }
+    mark.offset += bytes.size();
+    RememberTail(mark.tail, bytes);
+    taken += bytes.size();
+    file.last_data = Clock::now();
+    file.quiet_reported = false;
+    active_.insert(&file);
     file.consumer->OnBytes(bytes);
   }
   return true;
 }
 
-void FileTailer::CheckQuiet(TailedFile& file, std::chrono::steady_clock::time_point now) {
-  if (!file.quiet_reported && now - file.last_data >= options_.quiet_after) {
-    file.quiet_reported = true;
-    file.consumer->OnQuiet();
-  }
-}
-
-void FileTailer::End(TailedFile& file) {
-  file.consumer->OnEnd();
-  close(file.fd);
-  file.fd = -1;
-}
-
-void FileTailer::Poll(bool initial, bool rescan) {
-  if (stopped_) return;
-  std::set<std::string> present;  // stays empty without a rescan: only followed files are read
-  if (rescan) {
-    for (const std::string& pattern : options_.patterns) {
-      if (HasGlobChars(pattern)) {
-        for (std::string& path : ExpandGlob(pattern)) present.insert(std::move(path));
-      } else {
-        struct stat st {};
-        if (stat(pattern.c_str(), &st) == 0 && S_ISREG(st.st_mode)) present.insert(pattern);
-      }
-    }
-  }
-
-  // Paths that vanished, or that now name another file (rotation): the old file drains. This is
-  // decided by the path itself, not by the glob result, so a file a glob walk missed once (a
-  // folder that vanished mid-walk) is not mistaken for a new one.
-  for (auto it = files_.begin(); it != files_.end();) {
-    struct stat st {};
-    const bool exists = stat(it->first.c_str(), &st) == 0;
-    if (exists && st.st_dev == it->second->dev && st.st_ino == it->second->ino) {
-      ++it;
-      continue;
-    }
-    if (exists) {
-      ++rotations_;
-      spdlog::info("{} was rotated; draining the old file and following the new one",
-                   it->first);
-    }
-    draining_.push_back(std::move(it->second));
-    it = files_.erase(it);
-  }
-
-  // Files are identified by device and inode: a path naming a file already followed (a rotated
-  // file renamed to a name the glob also matches, a hard link) continues where it was.
-  for (const std::string& path : present) {
-    if (files_.contains(path)) continue;
-    struct stat st {};
-    if (stat(path.c_str(), &st) != 0) continue;
-    const auto same_file = [&](const std::unique_ptr<TailedFile>& f) {
-      return f->dev == st.st_dev && f->ino == st.st_ino;
-    };
-    if (std::any_of(files_.begin(), files_.end(),
-                    [&](const auto& entry) { return same_file(entry.second); })) {
-      continue;
-    }
-    if (auto it = std::find_if(draining_.begin(), draining_.end(), same_file);
-        it != draining_.end()) {
-      (*it)->path = path;
-      files_.emplace(path, std::move(*it));
-      draining_.erase(it);
-      continue;
-    }
-    if (auto file = Open(path, initial && options_.start_at_end)) {
-      files_.emplace(path, std::move(file));
-    }
-  }
-
-  const auto now = std::chrono::steady_clock::now();
-  bool more = false;
-  for (auto& [path, file] : files_) {
-    more |= ReadSome(*file);
-    CheckQuiet(*file, now);
-  }
+void FileTailer::ReadDraining() {
+  const auto now = Clock::now();
   for (auto it = draining_.begin(); it != draining_.end();) {
     TailedFile& file = **it;
-    const bool file_more = ReadSome(file);
-    more |= file_more;
-    CheckQuiet(file, now);
+    const bool more = ReadSome(file);
+    drain_wanted_ = drain_wanted_ || more;
     struct stat st {};
     const bool deleted = fstat(file.fd, &st) == 0 && st.st_nlink == 0;
     // A deleted file gets no more writes once drained; a renamed one may, from a writer that has
     // not reopened yet, so it is kept until it has been quiet for rotate_wait.
-    if ((deleted && !file_more) || now - file.last_data >= options_.rotate_wait) {
-      End(file);
+    if ((deleted && !more) || now - file.last_data >= options_.rotate_wait) {
+      std::unique_ptr<TailedFile> done = std::move(*it);
       it = draining_.erase(it);
+      End(std::move(done));
     } else {
       ++it;
     }
   }
-  if (more) SchedulePoll(/*rescan=*/false);
+}
+
+void FileTailer::CheckQuiet(Clock::time_point now) {
+  for (auto it = active_.begin(); it != active_.end();) {
+    TailedFile& file = **it;
+    if (now - file.last_data >= options_.quiet_after) {
+      file.quiet_reported = true;
+      file.consumer->OnQuiet();
+      it = active_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void FileTailer::CloseIdle(Clock::time_point now) {
+  while (!lru_.empty() && now - lru_.back()->last_data >= options_.close_idle_after) {
+    CloseFd(*lru_.back());
+  }
+}
+
+void FileTailer::Remember(const TailedFile& file) {
+  if (file.mark.head_len == 0) return;
+  const auto now = Clock::now();
+  ended_.push_back(EndedStream{file.path, file.mark, now});
+  while (ended_.size() > kMaxEndedStreams || now - ended_.front().when > kCopyMemory) {
+    ended_.pop_front();
+  }
+}
+
+bool FileTailer::ReleaseOne() {
+  if (lru_.empty()) return false;
+  CloseFd(*lru_.back());
+  return true;
+}
+
+void FileTailer::Touch(TailedFile& file) {
+  if (file.fd < 0 || file.draining) return;
+  if (file.in_lru) {
+    lru_.splice(lru_.begin(), lru_, file.lru);
+  } else {
+    lru_.push_front(&file);
+    file.lru = lru_.begin();
+    file.in_lru = true;
+  }
+}
+
+void FileTailer::CloseFd(TailedFile& file) {
+  if (file.in_lru) {
+    lru_.erase(file.lru);
+    file.in_lru = false;
+  }
+  if (file.fd < 0) return;
+  close(file.fd);
+  file.fd = -1;
+  --held_;
+  budget_->Release();
+}
+
+std::unique_ptr<FileTailer::TailedFile> FileTailer::Unfollow(const std::string& path) {
+  auto it = files_.find(path);
+  std::unique_ptr<TailedFile> file = std::move(it->second);
+  files_.erase(it);
+  unreliable_.erase(path);
+  if (file->in_lru) {
+    lru_.erase(file->lru);
+    file->in_lru = false;
+  }
+  return file;
+}
+
+void FileTailer::End(std::unique_ptr<TailedFile> file) {
+  Remember(*file);
+  file->consumer->OnEnd();
+  CloseFd(*file);
+  active_.erase(file.get());
+  if (auto it = by_identity_.find({file->dev, file->ino});
+      it != by_identity_.end() && it->second == file.get()) {
+    by_identity_.erase(it);
+  }
 }
 
 }  // namespace faultline

@@ -1,28 +1,62 @@
 // FileTailer: follows the files matched by a file source's paths and globs, and hands each file's
 // new bytes, in order, to a consumer of its own.
 //
-// Waking: inotify on the folders the globs can match wakes a read as soon as a file changes; a
-// poll timer (poll_interval) is the fallback for file systems where inotify says nothing (NFS,
-// some overlays, exhausted watch limits) and re-expands the globs.
+// Finding files (cheap when idle):
+// - At Start every glob is walked once from its root (glob.h), and each folder that can hold
+//   matches is watched with inotify (folder_watcher.h). After that, names are looked at only as
+//   inotify reports them: a created or renamed-in name is matched against the globs, a new folder
+//   is walked. A full walk happens only every rescan_interval (a safety net for missed events)
+//   and after an inotify queue overflow.
+// - A write wakes a read of that one file. The poll tick (poll_interval) stats only what inotify
+//   cannot vouch for: files in folders whose watch failed or that are on network or FUSE file
+//   systems (those folders are also listed each tick), and globs whose root folder does not exist
+//   yet. Without inotify at all, every tick re-walks and stats everything.
+// - `exclude` (rotated_names.h) drops names globs find, such as app.log.1 or app.log.2.gz; a
+//   path named literally is always followed. At Start a glob that also matches rotated names is
+//   reported once: a warning when exclude does not cover them, info when it does.
+// - A path that is a symbolic link (the Kubernetes layout, /var/log/containers/x.log ->
+//   /var/log/pods/<uid>/<c>/0.log) is opened through the link, and the folder of every link
+//   target on the way is watched too, so the target's writes and its rotation wake the tailer.
+//   Links are resolved again whenever they or their targets change name.
+// - Only regular files are read: a path is opened with O_NONBLOCK (O_NOFOLLOW unless it is a
+//   link) and checked with fstat after open, so a FIFO, socket or device swapped in is refused,
+//   reported once, and never blocks the loop.
 //
 // What happens to a file (the one place this is defined):
 // - Present at Start: read from its end (start_at: end) or its beginning (start_at: beginning).
-//   Found later: read from the beginning, since everything in it is new.
+//   Found later: read from the beginning, since everything in it is new, unless it is a copy of a
+//   file already read (below).
 // - Appended: the new bytes go to its consumer.
 // - Truncated or rewritten in place (copytruncate): noticed when the size drops below the read
 //   offset, or when the file changed and the bytes just before the offset are no longer the ones
-//   read there (a truncate followed by writes that regrow it past the old offset). The consumer's
-//   stream ends (OnEnd) and a new stream of the same path starts at offset 0.
-// - Rotated by rename (the path now names another inode): the old file keeps being read through
-//   its open descriptor until it has been quiet for rotate_wait (a writer may not reopen at once),
-//   then its stream ends; the new file at the path is read from the beginning as a new stream.
+//   read there (a truncate followed by writes that regrow it past the old offset), or when its
+//   first bytes changed while it was closed. The consumer's stream ends (OnEnd) and a new stream
+//   of the same path starts at offset 0.
+// - Rotated by rename (the path now names another inode): the old file keeps being read until it
+//   has been quiet for rotate_wait (a writer may not reopen at once), then its stream ends; the
+//   new file at the path is read from the beginning as a new stream. A rotated file is followed
+//   under its new name even if exclude or the globs do not match it.
 // - Files are identified by device and inode, not by path: a rotated file renamed to a name the
 //   globs also match keeps its stream and offset, and is never read twice.
-// - Deleted: read to its end through the open descriptor, then its stream ends.
-// - Unreadable (permissions, vanished between glob and open): reported once, retried each poll.
+// - A copy of a file already read (logrotate copytruncate leaves app.log.1 with the bytes of
+//   app.log): a new file whose first bytes (up to 1 KiB) hash like those of a followed file or of
+//   one whose stream ended in the last 10 minutes, and whose bytes just before min(its size, that
+//   file's offset) are the ones read there, is followed from that point, so its lines are not
+//   counted again. A copy shorter than 1 KiB taken before the original grew is not recognised.
+// - Deleted: read to its end, then its stream ends.
+// - Unreadable (permissions, vanished between finding and opening): reported once, tried again
+//   when its name changes or at the next rescan.
 // A stream that has had no new bytes for quiet_after gets OnQuiet once (to settle pending
 // context). A read never takes more than read_budget bytes from one file before others get a
 // turn, so one huge file cannot starve the loop.
+//
+// Descriptors: the agent's tailers share one DescriptorBudget (descriptor_budget.h). A file keeps
+// its descriptor while it is active; a file quiet for close_idle_after, or the least recently
+// used one when the budget is spent, is closed and from then on followed by stat. When it changes
+// it is reopened and its identity checked again (device, inode, and the hash of its first bytes)
+// before reading on from its offset. A closed file that is renamed is found under its new name
+// (the rename inotify saw, or its inode in a listing of its folder) and drained there, so no line
+// written before the rotation is lost; one deleted while closed has nothing left to read.
 //
 // Runs on the caller's io_context (one thread, no locks); consumers are called on it and must not
 // throw. The io_context must outlive the tailer. Nothing here throws after construction.
@@ -33,15 +67,24 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
+#include <list>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "agent/core/asio.h"
+#include "agent/source/descriptor_budget.h"
+#include "agent/source/folder_watcher.h"
+#include "agent/source/glob.h"
+#include "agent/source/rotated_names.h"
 
 namespace faultline {
 
@@ -59,77 +102,185 @@ using FileConsumerFactory =
 
 struct FileTailerOptions {
   std::vector<std::string> patterns;  // paths or globs
+  std::vector<std::string> exclude;   // names (or paths, with '/') globs must not follow
   bool start_at_end = true;           // for files present at Start
   std::chrono::milliseconds poll_interval{1000};
+  std::chrono::milliseconds rescan_interval{30000};
   std::chrono::milliseconds quiet_after{2000};
   std::chrono::milliseconds rotate_wait{60000};
+  std::chrono::milliseconds close_idle_after{std::chrono::minutes(5)};
   size_t read_budget = 4 << 20;
+  // Shared by the agent's tailers; null gives this tailer an unlimited budget of its own.
+  std::shared_ptr<DescriptorBudget> descriptors;
 };
 
-class FileTailer {
+class FileTailer : private DescriptorBudget::Holder {
  public:
   FileTailer(asio::io_context& io, FileTailerOptions options, FileConsumerFactory factory);
-  ~FileTailer();
+  ~FileTailer() override;
   FileTailer(const FileTailer&) = delete;
   FileTailer& operator=(const FileTailer&) = delete;
 
-  // Finds the files, sets up inotify and the poll timer. inotify failing is logged, not fatal.
+  // Finds the files, sets up inotify and the timers. inotify failing is logged, not fatal.
   void Start();
-  // Ends every stream (OnEnd), cancels the timer and inotify, and closes every file.
+  // Ends every stream (OnEnd), cancels the timers and inotify, and closes every file.
   void Stop();
 
-  size_t open_files() const { return files_.size() + draining_.size(); }
+  // Descriptors held now (followed files that are open, and rotated files being drained).
+  size_t open_files() const { return held_; }
+  size_t followed_files() const { return files_.size() + draining_.size(); }
   uint64_t rotations() const { return rotations_; }
   uint64_t truncations() const { return truncations_; }
+  uint64_t copies_recognised() const { return copies_; }
+  uint64_t reopens() const { return reopens_; }
+  // Full walks of the globs since Start (the first one included).
+  uint64_t rescans() const { return rescans_; }
 
  private:
+  // What was read of a file: enough to recognise it again (first bytes) and to notice a rewrite
+  // or a copy of it (the bytes just before the offset).
+  struct ReadMark {
+    uint64_t offset = 0;
+    uint64_t head_hash = 0xcbf29ce484222325ULL;  // FNV-1a of the first head_len bytes
+    size_t head_len = 0;     // min(kHeadBytes, offset)
+    std::string tail;        // the last bytes before `offset`
+  };
   struct TailedFile {
     std::string path;
+    bool is_link = false;  // opened through a symbolic link
     int fd = -1;
     dev_t dev = 0;
     ino_t ino = 0;
-    uint64_t offset = 0;
-    std::string tail;  // the last bytes before `offset`, to recognise a rewritten file
+    ReadMark mark;
     off_t last_size = -1;
     struct timespec last_mtime {};
     std::unique_ptr<FileStreamConsumer> consumer;
     std::chrono::steady_clock::time_point last_data;
     bool quiet_reported = false;
+    bool draining = false;  // rotated away or deleted: read through its descriptor until it ends
+    bool settling = false;  // may be a rotated copy still being written: not read until it stops
+    bool in_lru = false;
+    std::list<TailedFile*>::iterator lru;
+  };
+  // A stream that ended recently, remembered to recognise copies of it.
+  struct EndedStream {
+    std::string path;
+    ReadMark mark;
+    std::chrono::steady_clock::time_point when;
+  };
+  using Identity = std::pair<dev_t, ino_t>;
+  struct IdentityHash {
+    size_t operator()(const Identity& id) const {
+      return std::hash<uint64_t>()(static_cast<uint64_t>(id.first) * 0x9E3779B97F4A7C15ULL ^
+                                   static_cast<uint64_t>(id.second));
+    }
   };
 
-  // Reads every followed file; with `rescan`, first expands the globs again for new files.
-  void Poll(bool initial, bool rescan = true);
-  void SchedulePoll(bool rescan);
-  void ForgetWatch(int wd);
-  void ArmTimer();
-  void ArmInotify();
-  void UpdateWatches();
-  std::unique_ptr<TailedFile> Open(const std::string& path, bool from_end);
+  // Timers and inotify.
+  void ArmPollTimer();
+  void ArmRescanTimer();
+  void OnEvents(const std::vector<FolderWatcher::Event>& events);
+  void OnFolderLost(const std::string& dir);
+  // Rechecks every followed file at or below `dir` (a folder that went away or was renamed).
+  void RecheckUnder(const std::string& dir);
+  void OnPollTick();
+  void SchedulePass();
+
+  // Finding files.
+  void Rescan(bool initial);
+  // Walks `dir` for `glob`: all of it with `full`, else only folders not watched before.
+  void WalkFolder(const Glob& glob, const std::string& dir, bool initial, bool full);
+  void ScanNewFolder(const std::string& dir);
+  bool Wanted(const std::string& path) const;
+  bool MayBeFolderLink(const std::string& path) const;
+  void WarnAboutRotatedNames() const;
+  void Discover(const std::string& path, bool initial);
+  // Reads the file's first bytes and those before `offset`, to start reading there.
+  void StartAt(TailedFile& file, uint64_t offset);
+  bool LooksLikeACopy(const std::string& path) const;
+  void CheckSettled();
+  void Settle(TailedFile& file);
+  // Drains a file renamed away from a followed name before it was ever opened.
+  void DrainUnseen(const std::string& path);
+  // Resolves `path` if it is a link and watches the folders on the way; false if not a link.
+  bool TrackLink(const std::string& path);
+  void UntrackLink(const std::string& path);
+  bool Reliable(const TailedFile& file) const;
+  void UpdateReliability(const TailedFile& file);
+
+  // Following them.
+  void Pass();
+  void Service(TailedFile& file, bool recheck);
+  bool Reopen(TailedFile& file);
+  void Replace(TailedFile& file, bool path_exists);
+  bool Locate(TailedFile& file);
   // Reads up to the budget; returns true when bytes remain beyond it.
   bool ReadSome(TailedFile& file);
   // True when the file is no longer the one read so far: shrunk below the offset, or rewritten.
   bool WasRewritten(TailedFile& file);
-  static void RememberTail(TailedFile& file, std::string_view bytes);
-  void CheckQuiet(TailedFile& file, std::chrono::steady_clock::time_point now);
-  void End(TailedFile& file);
+  void RestartStream(TailedFile& file, const char* why);
+  uint64_t CopyOffset(int fd, uint64_t size, const std::string& path);
+  void ReadDraining();
+  void CheckQuiet(std::chrono::steady_clock::time_point now);
+  void CloseIdle(std::chrono::steady_clock::time_point now);
+  void Remember(const TailedFile& file);
+
+  // Descriptors and bookkeeping.
+  bool ReleaseOne() override;
+  void Touch(TailedFile& file);
+  void CloseFd(TailedFile& file);
+  std::unique_ptr<TailedFile> Unfollow(const std::string& path);
+  void End(std::unique_ptr<TailedFile> file);
 
   asio::io_context& io_;
   const FileTailerOptions options_;
   const FileConsumerFactory factory_;
+  const std::vector<Glob> globs_;
+  const ExcludeList exclude_;
+  const std::shared_ptr<DescriptorBudget> budget_;
 
-  asio::steady_timer timer_;
-  std::unique_ptr<asio::posix::stream_descriptor> inotify_;
-  std::vector<char> inotify_buffer_;
-  std::map<std::string, int> watches_;  // folder -> inotify watch descriptor
-  std::map<std::string, std::unique_ptr<TailedFile>> files_;  // by path
+  asio::steady_timer poll_timer_;
+  asio::steady_timer rescan_timer_;
+  FolderWatcher watcher_;
+
+  std::map<std::string, std::unique_ptr<TailedFile>> files_;  // followed, by path
   std::vector<std::unique_ptr<TailedFile>> draining_;         // rotated away or deleted
-  std::set<std::string> unreadable_;  // paths already reported as unreadable
+  std::unordered_map<Identity, TailedFile*, IdentityHash> by_identity_;
+  std::list<TailedFile*> lru_;  // followed files holding a descriptor, most recently used first
+  std::unordered_set<TailedFile*> active_;  // had bytes, not yet told OnQuiet
+  std::set<std::string> unreliable_;        // followed paths inotify cannot vouch for
+  std::deque<EndedStream> ended_;           // for recognising copies
+  // Links followed (or waiting for their target): link path -> the paths it resolves through.
+  std::map<std::string, std::vector<std::string>> links_;
+  std::multimap<std::string, std::string> link_owners_;  // a path on the way -> link path
+
+  // Work for the next pass, filled by events and ticks.
+  std::map<std::string, bool> pending_;     // followed path -> recheck its identity first
+  std::set<std::string> candidates_;        // paths that may be new files to follow
+  std::set<std::string> new_folders_;       // folders to watch and walk
+  std::set<std::string> waiting_for_fd_;    // needed a descriptor the budget could not give
+  std::set<std::string> settling_;          // followed paths held back as possible copies
+  std::set<std::string> rotated_to_;        // where followed names were renamed to
+  std::map<std::string, std::string> renamed_;          // from -> to, seen in this pass's events
+  std::unordered_map<uint32_t, std::string> moving_;    // cookie -> from, awaiting its IN_MOVED_TO
+  std::vector<bool> rooted_;                // per glob: its root folder is watched and walked
+  std::set<std::string> reported_;          // paths already reported unreadable or refused
+  std::set<std::string> aliases_;           // names of files already followed under another
+  bool rescan_wanted_ = false;
+  bool drain_wanted_ = false;
+  bool reliability_stale_ = false;
+
   std::string read_buffer_;
-  bool poll_scheduled_ = false;
-  bool rescan_scheduled_ = false;
+  size_t held_ = 0;
+  size_t announced_ = 0;
+  bool pass_scheduled_ = false;
+  bool started_ = false;
   bool stopped_ = false;
   uint64_t rotations_ = 0;
   uint64_t truncations_ = 0;
+  uint64_t copies_ = 0;
+  uint64_t reopens_ = 0;
+  uint64_t rescans_ = 0;
   // Completions still queued when the tailer is destroyed check this instead of touching it.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

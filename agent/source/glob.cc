@@ -1,129 +1,171 @@
 #include "agent/source/glob.h"
 
+#include <dirent.h>
 #include <fnmatch.h>
-#include <glob.h>
+#include <sys/stat.h>
 
 #include <algorithm>
-#include <filesystem>
-#include <set>
+#include <cerrno>
+#include <memory>
 
 namespace faultline {
 namespace {
 
-namespace fs = std::filesystem;
+bool HasWildcard(std::string_view text) {
+  return text.find_first_of("*?[") != std::string_view::npos;
+}
 
-std::vector<std::string> PlainGlob(const std::string& pattern, bool dirs_only) {
-  std::vector<std::string> out;
-  glob_t g{};
-  if (glob(pattern.c_str(), GLOB_NOSORT | (dirs_only ? GLOB_ONLYDIR : 0), nullptr, &g) == 0) {
-    for (size_t i = 0; i < g.gl_pathc; ++i) {
-      std::error_code ec;
-      const fs::path p(g.gl_pathv[i]);
-      if (dirs_only ? fs::is_directory(p, ec) : fs::is_regular_file(p, ec)) {
-        out.emplace_back(g.gl_pathv[i]);
-      }
-    }
+// Non-empty components of `path`; "." components are dropped.
+std::vector<std::string_view> Split(std::string_view path) {
+  std::vector<std::string_view> out;
+  size_t at = 0;
+  while (at <= path.size()) {
+    size_t end = path.find('/', at);
+    if (end == std::string_view::npos) end = path.size();
+    const std::string_view part = path.substr(at, end - at);
+    if (!part.empty() && part != ".") out.push_back(part);
+    at = end + 1;
   }
-  globfree(&g);
   return out;
 }
 
-// Splits "base/**/rest" at the first "**": base has no "**", rest is matched below it.
-bool SplitRecursive(const std::string& pattern, std::string& base, std::string& rest) {
-  const size_t at = pattern.find("**");
-  if (at == std::string::npos) return false;
-  base = pattern.substr(0, at);
-  while (!base.empty() && base.back() == '/') base.pop_back();
-  if (base.empty()) base.assign(1, pattern[0] == '/' ? '/' : '.');
-  rest = pattern.substr(at);
-  return true;
+bool MatchPart(const std::string& part, std::string_view segment) {
+  if (!HasWildcard(part)) return part == segment;
+  const std::string text(segment);
+  return fnmatch(part.c_str(), text.c_str(), FNM_PERIOD) == 0;
 }
 
-// fnmatch without FNM_PATHNAME lets `*` cross '/', which is what `**` means; "**/" may also
-// match no folder at all.
-bool MatchesRecursive(const std::string& rest, const std::string& relative) {
-  if (fnmatch(rest.c_str(), relative.c_str(), 0) == 0) return true;
-  if (rest.rfind("**/", 0) == 0) {
-    return fnmatch(rest.substr(3).c_str(), relative.c_str(), FNM_PATHNAME) == 0;
-  }
-  return false;
-}
+constexpr int kExplicitBit = 1;
+constexpr int kDoubleStarBit = 2;
 
-// Folders deeper than this below a `**` are not searched: a guard against runaway trees.
-constexpr int kMaxDepth = 32;
-
-// Calls visit(path, is_directory, is_regular_file) for everything below `dir`, without following
-// symbolic links. A folder that cannot be read (it vanished during the walk, or is not readable)
-// is skipped; the rest of the walk goes on, so a churning tree never hides the files in it.
-template <typename Visit>
-void Walk(const fs::path& dir, const Visit& visit, int depth = 0) {
-  if (depth > kMaxDepth) return;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec);
-       !ec && it != fs::directory_iterator(); it.increment(ec)) {
-    std::error_code type_ec;
-    const fs::file_status status = it->symlink_status(type_ec);
-    if (type_ec) continue;
-    const bool is_dir = fs::is_directory(status);
-    const bool is_file = fs::is_regular_file(it->status(type_ec)) && !type_ec;
-    visit(it->path(), is_dir, is_file);
-    if (is_dir) Walk(it->path(), visit, depth + 1);
+// Matches segments [si..] against parts [pi..]. For a file every segment must be consumed and
+// every part used; for a folder every segment must be consumed with a part left over (the file
+// part, at least). Returns how the last segment was consumed (bits above), 0 for no match.
+// `**` consumes folders only: never the file segment, never a hidden folder.
+int MatchFrom(const std::vector<std::string>& parts, size_t pi,
+              const std::vector<std::string_view>& segments, size_t si, int depth, bool folder,
+              int last_kind) {
+  if (si == segments.size()) {
+    if (folder) return pi < parts.size() ? last_kind : 0;
+    while (pi < parts.size() && parts[pi] == "**") ++pi;
+    return pi == parts.size() ? last_kind : 0;
   }
+  if (pi == parts.size()) return 0;
+  if (parts[pi] == "**") {
+    int kinds = MatchFrom(parts, pi + 1, segments, si, depth, folder, last_kind);
+    const bool is_folder_segment = folder || si + 1 < segments.size();
+    if (is_folder_segment && segments[si].front() != '.' && depth < kMaxGlobDepth) {
+      kinds |= MatchFrom(parts, pi, segments, si + 1, depth + 1, folder, kDoubleStarBit);
+    }
+    return kinds;
+  }
+  if (!MatchPart(parts[pi], segments[si])) return 0;
+  return MatchFrom(parts, pi + 1, segments, si + 1, depth, folder, kExplicitBit);
 }
 
 }  // namespace
 
-bool HasGlobChars(const std::string& text) {
-  return text.find_first_of("*?[") != std::string::npos;
-}
-
-std::vector<std::string> ExpandGlob(const std::string& pattern) {
-  std::string base;
-  std::string rest;
-  std::vector<std::string> out;
-  if (!SplitRecursive(pattern, base, rest)) {
-    out = PlainGlob(pattern, /*dirs_only=*/false);
-  } else {
-    for (const std::string& dir : HasGlobChars(base) ? PlainGlob(base, true)
-                                                     : std::vector<std::string>{base}) {
-      Walk(dir, [&](const fs::path& path, bool /*is_dir*/, bool is_file) {
-        if (!is_file) return;
-        std::error_code ec;
-        const std::string relative = fs::relative(path, dir, ec).string();
-        if (!ec && MatchesRecursive(rest, relative)) out.push_back(path.string());
-      });
-    }
-  }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
+std::string JoinPath(std::string_view dir, std::string_view name) {
+  if (dir == ".") return std::string(name);
+  std::string out(dir);
+  if (out.empty() || out.back() != '/') out += '/';
+  out += name;
   return out;
 }
 
-std::vector<std::string> GlobWatchDirs(const std::string& pattern) {
-  std::string base;
-  std::string rest;
-  std::set<std::string> dirs;
-  if (!SplitRecursive(pattern, base, rest)) {
-    const fs::path parent = fs::path(pattern).parent_path();
-    const std::string dir = parent.empty() ? "." : parent.string();
-    if (HasGlobChars(dir)) {
-      for (const std::string& d : PlainGlob(dir, true)) dirs.insert(d);
-    } else {
-      std::error_code ec;
-      if (fs::is_directory(dir, ec)) dirs.insert(dir);
+Glob::Glob(std::string pattern) : pattern_(std::move(pattern)) {
+  const bool absolute = !pattern_.empty() && pattern_.front() == '/';
+  const std::vector<std::string_view> components = Split(pattern_);
+  size_t first_wild = 0;
+  while (first_wild < components.size() && !HasWildcard(components[first_wild])) ++first_wild;
+  literal_ = first_wild == components.size();
+  // A literal pattern is matched in its parent folder, so its root stops before the last part.
+  const size_t root_len =
+      literal_ ? (components.empty() ? 0 : components.size() - 1) : first_wild;
+  std::string root = absolute ? "/" : "";
+  for (size_t i = 0; i < root_len; ++i) root = root.empty() ? std::string(components[i])
+                                                            : JoinPath(root, components[i]);
+  root_ = root.empty() ? "." : root;
+  for (size_t i = root_len; i < components.size(); ++i) parts_.emplace_back(components[i]);
+  if (!parts_.empty() && parts_.back() == "**") parts_.emplace_back("*");
+}
+
+bool Glob::Relative(std::string_view path, std::vector<std::string_view>* segments) const {
+  if (root_ == ".") {
+    if (!path.empty() && path.front() == '/') return false;
+    *segments = Split(path);
+    return true;
+  }
+  if (path.substr(0, root_.size()) != root_) return false;
+  const std::string_view rest = path.substr(root_.size());
+  if (root_ != "/" && !rest.empty() && rest.front() != '/') return false;
+  *segments = Split(rest);
+  return true;
+}
+
+bool Glob::Matches(std::string_view path) const {
+  std::vector<std::string_view> segments;
+  if (parts_.empty() || !Relative(path, &segments) || segments.empty()) return false;
+  return MatchFrom(parts_, 0, segments, 0, 0, /*folder=*/false, kExplicitBit) != 0;
+}
+
+Glob::FolderMatch Glob::MatchFolder(std::string_view dir) const {
+  std::vector<std::string_view> segments;
+  if (parts_.empty() || !Relative(dir, &segments)) return FolderMatch::kNo;
+  const int kinds = MatchFrom(parts_, 0, segments, 0, 0, /*folder=*/true, kExplicitBit);
+  if (kinds & kExplicitBit) return FolderMatch::kExplicit;
+  if (kinds & kDoubleStarBit) return FolderMatch::kUnderDoubleStar;
+  return FolderMatch::kNo;
+}
+
+void WalkGlob(const Glob& glob, const std::string& dir,
+              const std::function<bool(const std::string&)>& on_folder,
+              const std::function<void(const std::string&)>& on_file) {
+  const std::unique_ptr<DIR, int (*)(DIR*)> listing(opendir(dir.c_str()), closedir);
+  if (listing == nullptr) return;
+  std::vector<std::string> folders;  // walked after the listing is closed: one DIR open at a time
+  while (const dirent* entry = readdir(listing.get())) {
+    const std::string_view name(entry->d_name);
+    if (name == "." || name == "..") continue;
+    std::string path = JoinPath(dir, name);
+    unsigned char type = entry->d_type;
+    if (type == DT_UNKNOWN) {
+      struct stat st {};
+      if (lstat(path.c_str(), &st) != 0) continue;
+      type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISLNK(st.st_mode) ? DT_LNK
+                                          : S_ISREG(st.st_mode) ? DT_REG
+                                                                : DT_FIFO;
     }
-  } else {
-    for (const std::string& dir : HasGlobChars(base) ? PlainGlob(base, true)
-                                                     : std::vector<std::string>{base}) {
-      std::error_code ec;
-      if (!fs::is_directory(dir, ec)) continue;
-      dirs.insert(dir);
-      Walk(dir, [&](const fs::path& path, bool is_dir, bool /*is_file*/) {
-        if (is_dir) dirs.insert(path.string());
-      });
+    if (type == DT_LNK) {
+      struct stat st {};
+      const bool resolved = stat(path.c_str(), &st) == 0;
+      if (resolved && S_ISDIR(st.st_mode)) {
+        if (glob.MatchFolder(path) == Glob::FolderMatch::kExplicit) folders.push_back(path);
+        continue;
+      }
+      // A link to a file, or to nothing yet (its target may appear later): the caller decides.
+      const bool may_be_file = resolved ? S_ISREG(st.st_mode) : errno == ENOENT;
+      if (may_be_file && glob.Matches(path)) on_file(path);
+      continue;
+    }
+    if (type == DT_DIR) {
+      if (glob.MatchFolder(path) != Glob::FolderMatch::kNo) folders.push_back(path);
+    } else if (type == DT_REG && glob.Matches(path)) {
+      on_file(path);
     }
   }
-  return {dirs.begin(), dirs.end()};
+  for (const std::string& folder : folders) {
+    if (on_folder(folder)) WalkGlob(glob, folder, on_folder, on_file);
+  }
+}
+
+std::vector<std::string> ExpandGlob(const Glob& glob) {
+  std::vector<std::string> out;
+  WalkGlob(
+      glob, glob.root(), [](const std::string&) { return true; },
+      [&](const std::string& path) { out.push_back(path); });
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace faultline

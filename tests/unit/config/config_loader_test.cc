@@ -73,6 +73,9 @@ TEST_F(ConfigLoaderTest, OmittedKeysTakeTheirDefaults) {
   EXPECT_EQ(std::vector<std::string>{In("app.log")}, source.paths);
   EXPECT_EQ(StartAt::kEnd, source.start_at);
   EXPECT_EQ(1000, source.poll_interval_ms);
+  EXPECT_EQ(30000, source.rescan_interval_ms);
+  EXPECT_EQ(DefaultRotatedNameExcludes(), source.exclude);
+  EXPECT_EQ(0u, config.max_open_files);
 }
 
 TEST_F(ConfigLoaderTest, EmptyFileIsAllDefaults) {
@@ -93,12 +96,16 @@ TEST_F(ConfigLoaderTest, EveryKeyIsRead) {
       "  listen: 0.0.0.0:8080\n"
       "log:\n"
       "  level: debug\n"
+      "limits:\n"
+      "  max_open_files: 512\n"
       "sources:\n"
       "  - id: train.rank-0\n"
       "    type: file\n"
       "    paths: ['a/*.log', 'b/**/*.txt']\n"
+      "    exclude: ['*.old', 'b/skip/*']\n"
       "    start_at: beginning\n"
       "    poll_interval_ms: 250\n"
+      "    rescan_interval_ms: 5000\n"
       "    rotate_wait_ms: 5000\n"
       "  - id: build\n"
       "    type: file\n"
@@ -119,6 +126,10 @@ TEST_F(ConfigLoaderTest, EveryKeyIsRead) {
   EXPECT_EQ(StartAt::kBeginning, config.file_sources[0].start_at);
   EXPECT_EQ(250, config.file_sources[0].poll_interval_ms);
   EXPECT_EQ(5000, config.file_sources[0].rotate_wait_ms);
+  EXPECT_EQ(5000, config.file_sources[0].rescan_interval_ms);
+  EXPECT_EQ((std::vector<std::string>{"*.old", In("b/skip/*")}), config.file_sources[0].exclude);
+  EXPECT_EQ(DefaultRotatedNameExcludes(), config.file_sources[1].exclude);
+  EXPECT_EQ(512u, config.max_open_files);
   EXPECT_EQ(60000, config.file_sources[1].rotate_wait_ms);
   EXPECT_EQ("build", config.file_sources[1].id);
   EXPECT_EQ(std::vector<std::string>{In("build.log")}, config.file_sources[1].paths);
@@ -166,7 +177,7 @@ TEST_F(ConfigLoaderTest, UnknownKeysAreErrorsAtEveryLevel) {
               ElementsAre(Pair(1, "rule"), Pair(5, "http.lisen"), Pair(10, "sources[0].start")));
   EXPECT_EQ(path, result.errors()[0].file);
   EXPECT_THAT(result.errors()[0].message,
-              HasSubstr("unknown key; allowed here: rules, framing, http, log, sources"));
+              HasSubstr("unknown key; allowed here: rules, framing, http, log, limits, sources"));
 }
 
 TEST_F(ConfigLoaderTest, BadEnumValueNamesTheKeyAndTheAllowedValues) {
@@ -225,6 +236,48 @@ TEST_F(ConfigLoaderTest, NumbersOutsideTheirRangeOrNotNumbersAreRejected) {
                           Pair(13, "sources[1].poll_interval_ms")));
   EXPECT_EQ("must be from 1024 to 67108864, got 512", result.errors()[1].message);
   EXPECT_EQ("expected a whole number from 10 to 60000, got 'fast'", result.errors()[3].message);
+}
+
+TEST_F(ConfigLoaderTest, DescriptorAndDiscoveryKeysAreValidated) {
+  Result<Config> result = LoadConfig(Write(
+      "limits:\n"                      // 1
+      "  max_open_files: 2\n"          // 2
+      "sources:\n"                     // 3
+      "  - id: a\n"                    // 4
+      "    type: file\n"               // 5
+      "    paths: [a.log]\n"           // 6
+      "    exclude: '*.gz'\n"          // 7
+      "    rescan_interval_ms: 50\n"   // 8
+      "  - id: b\n"                    // 9
+      "    type: file\n"               // 10
+      "    paths: [b.log]\n"           // 11
+      "    exclude: ['*.gz', '']\n"));  // 12
+  ASSERT_FALSE(result.ok());
+  EXPECT_THAT(LinesAndKeys(result.errors()),
+              ElementsAre(Pair(2, "limits.max_open_files"), Pair(7, "sources[0].exclude"),
+                          Pair(8, "sources[0].rescan_interval_ms"),
+                          Pair(12, "sources[1].exclude[1]")));
+  EXPECT_EQ("must be from 4 to 1048576, got 2", result.errors()[0].message);
+  EXPECT_EQ("must be from 100 to 86400000, got 50", result.errors()[2].message);
+
+  Result<Config> words = LoadConfig(Write("limits:\n  max_open_files: lots\n", "words.yaml"));
+  ASSERT_FALSE(words.ok());
+  EXPECT_EQ("expected auto or a whole number from 4 to 1048576, got 'lots'",
+            words.errors()[0].message);
+}
+
+TEST_F(ConfigLoaderTest, AutoDescriptorsAndAnEmptyExcludeAreAccepted) {
+  Result<Config> result = LoadConfig(Write(
+      "limits:\n"
+      "  max_open_files: auto\n"
+      "sources:\n"
+      "  - id: a\n"
+      "    type: file\n"
+      "    paths: ['app.log*']\n"
+      "    exclude: []\n"));
+  ASSERT_TRUE(result.ok()) << FormatErrors(result.errors());
+  EXPECT_EQ(0u, result.value().max_open_files);
+  EXPECT_TRUE(result.value().file_sources[0].exclude.empty());
 }
 
 TEST_F(ConfigLoaderTest, MaxLineBytesAcceptsItsBounds) {
