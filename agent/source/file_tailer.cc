@@ -32,6 +32,8 @@ constexpr uint64_t kFnvPrime = 0x100000001b3ULL;
 constexpr auto kCopyMemory = std::chrono::minutes(10);
 constexpr size_t kMaxEndedStreams = 1024;
 constexpr int kMaxLinkHops = 8;
+// Files serviced (or looked at for the first time) per pass: a few milliseconds of work.
+constexpr size_t kFilesPerPass = 256;
 // Files followed at Start are announced one by one up to this many; the rest at debug level,
 // so that a glob over 10,000 files does not flood the agent's own log.
 constexpr size_t kAnnounced = 20;
@@ -688,12 +690,23 @@ void FileTailer::Pass() {
   }
   for (const std::string& dir : std::exchange(new_folders_, {})) ScanNewFolder(dir);
   // Followed files first, so that a rotated file is draining before its new name is looked at.
-  for (const auto& [path, recheck] : std::exchange(pending_, {})) {
+  // A pass takes a bounded share of the work, so that after 10,000 files changed at once the
+  // loop still answers /metrics between passes.
+  std::vector<std::pair<std::string, bool>> batch;
+  while (!pending_.empty() && batch.size() < kFilesPerPass) {
+    auto node = pending_.extract(pending_.begin());
+    batch.emplace_back(std::move(node.key()), node.mapped());
+  }
+  for (const auto& [path, recheck] : batch) {
     auto it = files_.find(path);
     if (it != files_.end()) Service(*it->second, recheck);
   }
   for (const std::string& path : std::exchange(rotated_to_, {})) DrainUnseen(path);
-  for (const std::string& path : std::exchange(candidates_, {})) {
+  std::vector<std::string> found;
+  while (!candidates_.empty() && found.size() < kFilesPerPass) {
+    found.push_back(std::move(candidates_.extract(candidates_.begin()).value()));
+  }
+  for (const std::string& path : found) {
     if (!files_.contains(path)) Discover(path, /*initial=*/false);
   }
   if (std::exchange(drain_wanted_, false)) ReadDraining();
@@ -770,7 +783,10 @@ void FileTailer::Replace(TailedFile& file, bool path_exists) {
     spdlog::debug("{} was deleted while closed; its stream ends", path);
     End(std::move(old));
   }
-  if (path_exists) {
+  // The path may name a new file, or be a link whose target is not there yet (rotated away and
+  // not yet recreated): Discover follows the one and keeps watching for the other.
+  struct stat lst {};
+  if (path_exists || lstat(path.c_str(), &lst) == 0) {
     Discover(path, /*initial=*/false);
   } else {
     UntrackLink(path);

@@ -391,6 +391,19 @@ TEST_F(LinkedLogTest, GenerationsRotatedBeforeTheTailerLooksAreStillRead) {
   EXPECT_EQ(Lines(expected), Lines(recorder_.All()));
 }
 
+TEST_F(LinkedLogTest, TargetRecreatedAfterTheTailerSawItGoIsFollowed) {
+  auto tailer = Tailer(EventsOnly("containers/*.log"));
+  tailer->Start();
+  Append("pods/uid/c/0.log", "before\n");
+  ASSERT_TRUE(RunUntil([&] { return recorder_.All() == "before\n"; }));
+  fs::rename(dir_ / "pods/uid/c/0.log", dir_ / "pods/uid/c/0.log.20240131-120000");
+  io_.run_for(std::chrono::milliseconds(50));  // the link dangles for a while
+  io_.restart();
+  Append("pods/uid/c/0.log", "after\n");
+  ASSERT_TRUE(RunUntil([&] { return recorder_.All() == "before\nafter\n"; }))
+      << recorder_.All();
+}
+
 TEST_F(LinkedLogTest, ALinkPointedElsewhereIsFollowedToItsNewTarget) {
   auto tailer = Tailer(EventsOnly("containers/*.log"));
   tailer->Start();
