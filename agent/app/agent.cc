@@ -140,6 +140,7 @@ bool Agent::Start(std::string* error) {
 void Agent::AddRoutes() {
   http_.AddRoute(
       {.path = "/metrics", .handler = [this](const HttpRequest&) {
+         metrics_.CountMatchErrors(scratch_.errors());
          return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics_.Serialize()};
        }});
   // The loop answers: that is all liveness means, so a slow disk never restarts the agent.
