@@ -178,10 +178,23 @@ bool TakeHostPrefix(std::string_view& s, std::string_view* host) {
   return true;
 }
 
+// A line number that a user's paste or a CI viewer put in front: "[80746] ". Says nothing of the
+// origin, but hides the prefixes behind it.
+bool TakePasteLineNumber(std::string_view& s) {
+  std::string_view r = s;
+  int ignored = 0;
+  if (!TakeChar(r, '[') || !TakeNumber(r, &ignored) || !TakeChar(r, ']') || !TakeChar(r, ' ')) {
+    return false;
+  }
+  s = r;
+  return true;
+}
+
 // Removes the stacked prefixes from the front of `s`, noting what they say in `origin`. An inner
 // prefix is the more specific one (torch's [rank5] inside the srun task of the node's launcher),
 // so it overrides what an outer one said.
 void StripPrefixes(std::string_view& s, LineOrigin& origin) {
+  SkipSpaces(s);
   for (int i = 0; i < kMaxPrefixes; ++i) {
     int rank = LineOrigin::kNoRank;
     std::string_view host;
@@ -190,7 +203,7 @@ void StripPrefixes(std::string_view& s, LineOrigin& origin) {
       if (rank <= LineOrigin::kMaxRank) origin.rank = rank;
     } else if (TakeRayPrefix(s, &host) || TakeHostPrefix(s, &host)) {
       if (!host.empty()) origin.host = host;
-    } else {
+    } else if (!TakePasteLineNumber(s)) {
       return;
     }
     SkipSpaces(s);

@@ -14,6 +14,7 @@
 //                           ip-10-0-0-7.ec2.internal), or an IPv4 address; not python3:, pip3:,
 //                           step10: or a shared object name (libcudart.so.11.0:)
 //   (pid=42, ip=10.0.0.5)   Ray worker prefix (host 10.0.0.5)
+//   [80746]                 a pasted log's line number: skipped, it names nothing
 // and anywhere in the line:
 //   [Rank 3] / [PG 1 Rank 3] / [PG ID 0 PG GUID 0(default_pg) Rank 3]   c10d / ProcessGroupNCCL
 //   rank: 3 / rank = 3      (not local_rank: 3)

@@ -49,6 +49,9 @@ TEST(LineOrigin, ClusterToolPrefixesStackAndTheInnerRankWins) {
       {"0: [rank5]: torch.OutOfMemoryError: CUDA out of memory.", 5, ""},
       {"  4: RuntimeError: CUDA error: device-side assert triggered", 4, ""},
       {"node07: 1: RuntimeError: CUDA error", 1, "node07"},
+      // Pasted with line numbers, or indented in a quote.
+      {"[80746] [rank4]:[E321 02:07:08.414640780 ProcessGroupNCCL.cpp:607] Watchdog caught", 4, ""},
+      {"    [rank7]:[E816 01:45:40.183009389 ProcessGroupNCCL.cpp:607] Watchdog caught", 7, ""},
       {"(RayWorkerWrapper pid=4711, ip=10.0.0.5) ERROR worker.py:421 CUDA out of memory", kNone,
        "10.0.0.5"},
   });
