@@ -5,9 +5,10 @@ set -euo pipefail
 
 packages=(
   g++ cmake ninja-build pkg-config
-  libboost-dev libre2-dev prometheus-cpp-dev libspdlog-dev libyaml-cpp-dev libsqlite3-dev
+  libboost-dev libre2-dev prometheus-cpp-dev libspdlog-dev libyaml-cpp-dev libyaml-dev libsqlite3-dev
   libcurl4-openssl-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
   libvectorscan-dev
+  clang-14 libclang-rt-14-dev
   python3 ripgrep mtail time
 )
 

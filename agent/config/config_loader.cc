@@ -18,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "agent/core/yaml_document.h"
+
 namespace faultline {
 namespace {
 
@@ -506,16 +508,9 @@ Result<Config> LoadConfig(const std::string& path) {
   fs::path base_dir = fs::absolute(fs::path(path), ec).parent_path();
   if (ec) return file_error("cannot resolve the config file's folder: " + ec.message());
 
-  YAML::Node root;
-  try {
-    root = YAML::Load(text.str());
-  } catch (const YAML::Exception& e) {
-    return Error{.file = path,
-                 .line = e.mark.is_null() ? 0 : e.mark.line + 1,
-                 .rule_id = "",
-                 .key = "",
-                 .message = "invalid YAML: " + e.msg};
-  }
+  Result<YAML::Node> document = ParseYamlDocument(text.str(), path);
+  if (!document.ok()) return document.errors();
+  const YAML::Node& root = document.value();
 
   Config config;
   config.file = path;

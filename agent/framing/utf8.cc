@@ -38,8 +38,25 @@ size_t ValidSequenceLength(std::string_view s, size_t i) {
   return len;
 }
 
-template <typename OnAscii>
-std::string Sanitize(std::string_view bytes, OnAscii on_ascii) {
+// The code point of the valid `len`-byte sequence at s[i].
+uint32_t CodePoint(std::string_view s, size_t i, size_t len) {
+  static constexpr uint8_t kLeadMask[] = {0, 0x7F, 0x1F, 0x0F, 0x07};
+  uint32_t cp = static_cast<uint8_t>(s[i]) & kLeadMask[len];
+  for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<uint8_t>(s[i + k]) & 0x3F);
+  return cp;
+}
+
+// Code points a terminal acts on rather than shows: C1 controls (U+0085 and U+009B are a newline
+// and a CSI to some terminals), the bidirectional controls (Unicode's Bidi_Control set: U+061C,
+// U+200E, U+200F, U+202A-U+202E, U+2066-U+2069), which reorder the text around them so a line can
+// display as something else than it says, and the line and paragraph separators U+2028/U+2029.
+bool IsInvisibleControl(uint32_t cp) {
+  return (cp >= 0x80 && cp <= 0x9F) || cp == 0x061C || cp == 0x200E || cp == 0x200F ||
+         (cp >= 0x2028 && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+template <typename OnAscii, typename OnMultibyte>
+std::string Sanitize(std::string_view bytes, OnAscii on_ascii, OnMultibyte on_multibyte) {
   std::string out;
   out.reserve(bytes.size());
   size_t i = 0;
@@ -52,7 +69,7 @@ std::string Sanitize(std::string_view bytes, OnAscii on_ascii) {
       on_ascii(bytes[i], out);
       ++i;
     } else {
-      out.append(bytes.data() + i, len);
+      on_multibyte(bytes, i, len, out);
       i += len;
     }
   }
@@ -71,20 +88,34 @@ bool IsValidUtf8(std::string_view bytes) {
 }
 
 std::string SanitizeUtf8(std::string_view bytes) {
-  return Sanitize(bytes, [](char c, std::string& out) { out += c; });
+  return Sanitize(
+      bytes, [](char c, std::string& out) { out += c; },
+      [](std::string_view s, size_t i, size_t len, std::string& out) { out.append(s, i, len); });
 }
 
 std::string SanitizeForDisplay(std::string_view bytes) {
-  return Sanitize(bytes, [](char c, std::string& out) {
-    const auto u = static_cast<unsigned char>(c);
-    if ((u < 0x20 && c != '\t') || u == 0x7F) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", u);
-      out += buf;
-    } else {
-      out += c;
-    }
-  });
+  return Sanitize(
+      bytes,
+      [](char c, std::string& out) {
+        const auto u = static_cast<unsigned char>(c);
+        if ((u < 0x20 && c != '\t') || u == 0x7F) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\x%02x", u);
+          out += buf;
+        } else {
+          out += c;
+        }
+      },
+      [](std::string_view s, size_t i, size_t len, std::string& out) {
+        const uint32_t cp = CodePoint(s, i, len);
+        if (IsInvisibleControl(cp)) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(cp));
+          out += buf;
+        } else {
+          out.append(s, i, len);
+        }
+      });
 }
 
 }  // namespace faultline

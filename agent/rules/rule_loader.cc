@@ -4,12 +4,15 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
+#include "agent/core/yaml_document.h"
 #include "agent/rules/pattern_syntax.h"
 
 namespace faultline {
@@ -31,6 +34,7 @@ class RuleParser {
   RuleParser(const std::string& file, ErrorList& errors) : file_(file), errors_(errors) {}
 
   std::optional<Rule> Parse(const YAML::Node& doc) {
+    rule_id_.clear();  // a document without an id must not be blamed on the rule before it
     if (!doc.IsMap()) {
       Fail(doc, "", "a rule must be a YAML mapping");
       return std::nullopt;
@@ -197,14 +201,18 @@ class RuleParser {
     return s;
   }
 
+  // Decimal only, as in the config: yaml-cpp's own conversion would read `010` as 8 and `0x10`
+  // as 16.
   int IntIn(const YAML::Node& n, const std::string& path, int lo, int hi) {
-    int value = 0;
-    if (!n.IsScalar() || !YAML::convert<int>::decode(n, value) || value < lo || value > hi) {
+    const std::optional<int64_t> value =
+        n.IsScalar() ? DecimalInteger(n.Scalar()) : std::nullopt;
+    if (!value || *value < lo || *value > hi) {
       Fail(n, path,
-           "must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
+           "must be a whole number from " + std::to_string(lo) + " to " + std::to_string(hi) +
+               (n.IsScalar() ? ", got '" + n.Scalar() + "'" : ""));
       return lo;
     }
-    return value;
+    return static_cast<int>(*value);
   }
 
   void ParseMatch(const YAML::Node& doc, Rule& rule) {
@@ -370,15 +378,10 @@ bool IsRuleFile(const fs::path& p) {
 Result<std::vector<Rule>> ParseRules(std::string_view yaml, const std::string& file_name) {
   ErrorList errors;
   std::vector<Rule> rules;
-  std::vector<YAML::Node> docs;
-  try {
-    docs = YAML::LoadAll(std::string(yaml));
-  } catch (const YAML::Exception& e) {
-    return Error{file_name, e.mark.line >= 0 ? e.mark.line + 1 : 0, "", "",
-                 "YAML syntax error: " + e.msg};
-  }
+  Result<std::vector<YAML::Node>> docs = ParseYamlDocuments(yaml, file_name);
+  if (!docs.ok()) return docs.errors();
   RuleParser parser(file_name, errors);
-  for (const YAML::Node& doc : docs) {
+  for (const YAML::Node& doc : docs.value()) {
     if (doc.IsNull()) continue;  // an empty document, e.g. a trailing '---'
     if (std::optional<Rule> rule = parser.Parse(doc)) rules.push_back(std::move(*rule));
   }
@@ -408,6 +411,14 @@ Result<std::vector<Rule>> LoadRules(const std::vector<std::string>& paths) {
   std::vector<Rule> rules;
   std::map<std::string, const Rule*> seen;
   for (const std::string& file : files) {
+    std::error_code size_error;
+    if (const auto size = fs::file_size(file, size_error); !size_error && size > kMaxYamlBytes) {
+      errors.push_back(Error{file, 0, "", "",
+                             "file is " + std::to_string(size) +
+                                 " bytes; rule files are limited to " +
+                                 std::to_string(kMaxYamlBytes)});
+      continue;
+    }
     std::ifstream in(file, std::ios::binary);
     std::stringstream text;
     text << in.rdbuf();

@@ -35,17 +35,22 @@
 // - Rotated by rename (the path now names another inode): the old file keeps being read until it
 //   has been quiet for rotate_wait (a writer may not reopen at once), then its stream ends; the
 //   new file at the path is read from the beginning as a new stream. A rotated file is followed
-//   under its new name even if exclude or the globs do not match it.
+//   under its new name even if exclude or the globs do not match it, and so is a file that was
+//   created, written and renamed away from a followed name (or link target) before the tailer
+//   ever opened it: inotify's rename names where it went.
 // - Files are identified by device and inode, not by path: a rotated file renamed to a name the
 //   globs also match keeps its stream and offset, and is never read twice.
 // - A copy of a file already read (logrotate copytruncate leaves app.log.1 with the bytes of
-//   app.log): a new file whose first bytes (up to 1 KiB) hash like those of a followed file or of
-//   one whose stream ended in the last 10 minutes, and whose bytes just before min(its size, that
-//   file's offset) are the ones read there, is followed from that point, so its lines are not
-//   counted again. A copy shorter than 1 KiB taken before the original grew is not recognised.
+//   app.log): a new file named like a rotated copy of a followed file, or of one whose stream
+//   ended in the last 10 minutes (rotated_names.h: app.log.1, app.log-20240131 for app.log), is
+//   held back until it has not changed for a poll interval (logrotate creates the copy empty and
+//   then fills it). If then its first bytes (up to 1 KiB) hash like those of that file, and its
+//   bytes just before min(its size, that file's offset) are the ones read there, it is followed
+//   from that point, so its lines are not counted again; otherwise it is read from the beginning.
+//   A copy shorter than 1 KiB taken before the original grew further is not recognised.
 // - Deleted: read to its end, then its stream ends.
-// - Unreadable (permissions, vanished between finding and opening): reported once, tried again
-//   when its name changes or at the next rescan.
+// - Unreadable (permissions, vanished between finding and opening), or not a regular file:
+//   reported once, tried again when inotify reports it changed, and at the next rescan.
 // A stream that has had no new bytes for quiet_after gets OnQuiet once (to settle pending
 // context). A read never takes more than read_budget bytes from one file before others get a
 // turn, so one huge file cannot starve the loop.
@@ -81,6 +86,7 @@
 #include <vector>
 
 #include "agent/core/asio.h"
+#include "agent/source/stream_consumer.h"
 #include "agent/source/descriptor_budget.h"
 #include "agent/source/folder_watcher.h"
 #include "agent/source/glob.h"
@@ -88,17 +94,6 @@
 
 namespace faultline {
 
-// One file's bytes, as the tailer delivers them.
-class FileStreamConsumer {
- public:
-  virtual ~FileStreamConsumer() = default;
-  virtual void OnBytes(std::string_view bytes) = 0;
-  virtual void OnQuiet() = 0;  // nothing new for quiet_after
-  virtual void OnEnd() = 0;    // no more bytes will come to this stream
-};
-
-using FileConsumerFactory =
-    std::function<std::unique_ptr<FileStreamConsumer>(const std::string& path)>;
 
 struct FileTailerOptions {
   std::vector<std::string> patterns;  // paths or globs
@@ -116,7 +111,7 @@ struct FileTailerOptions {
 
 class FileTailer : private DescriptorBudget::Holder {
  public:
-  FileTailer(asio::io_context& io, FileTailerOptions options, FileConsumerFactory factory);
+  FileTailer(asio::io_context& io, FileTailerOptions options, StreamConsumerFactory factory);
   ~FileTailer() override;
   FileTailer(const FileTailer&) = delete;
   FileTailer& operator=(const FileTailer&) = delete;
@@ -154,7 +149,7 @@ class FileTailer : private DescriptorBudget::Holder {
     ReadMark mark;
     off_t last_size = -1;
     struct timespec last_mtime {};
-    std::unique_ptr<FileStreamConsumer> consumer;
+    std::unique_ptr<StreamConsumer> consumer;
     std::chrono::steady_clock::time_point last_data;
     bool quiet_reported = false;
     bool draining = false;  // rotated away or deleted: read through its descriptor until it ends
@@ -234,7 +229,7 @@ class FileTailer : private DescriptorBudget::Holder {
 
   asio::io_context& io_;
   const FileTailerOptions options_;
-  const FileConsumerFactory factory_;
+  const StreamConsumerFactory factory_;
   const std::vector<Glob> globs_;
   const ExcludeList exclude_;
   const std::shared_ptr<DescriptorBudget> budget_;

@@ -37,6 +37,10 @@ TEST(LineFramer, CrLfSplitAcrossReadsIsOneTerminator) {
   EXPECT_EQ((Strings{"a", "b"}), Frame({"a\r", "\nb\n"}));
 }
 
+TEST(LineFramer, EmptyReadBetweenCrAndLfKeepsThemOneTerminator) {
+  EXPECT_EQ((Strings{"x", "y"}), Frame({"x\r", "", "\ny\n"}));
+}
+
 TEST(LineFramer, BareCrEndsAProgressBarRedraw) {
   EXPECT_EQ((Strings{" 10%|#  |", " 20%|## |", "RuntimeError: CUDA out of memory."}),
             Frame({" 10%|#  |\r 20%|## |\rRuntimeError: CUDA out of memory.\n"}));

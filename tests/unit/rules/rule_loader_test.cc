@@ -11,6 +11,8 @@ namespace faultline {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
 using ::testing::SizeIs;
 
 constexpr char kValid[] = R"(id: deepspeed.async_io.windows_link
@@ -195,6 +197,48 @@ TEST(ParseRules, SeveralDocumentsInOneFile) {
   ASSERT_TRUE(rules.ok()) << FormatErrors(rules.errors());
   ASSERT_THAT(rules.value(), SizeIs(2));
   EXPECT_EQ(9, rules.value()[1].line);
+}
+
+// The errors of a document without an id carry no rule id, not the id of the rule before it.
+TEST(ParseRules, DocumentWithoutIdIsNotBlamedOnThePreviousRule) {
+  const std::string good = "id: a.good\ntitle: t\nseverity: info\ncategory: build\n"
+                           "match: ['x']\nroot_cause: r\nfix: f\n";
+  Result<std::vector<Rule>> rules =
+      ParseRules(good + "---\ntitle: t\nbogus: 1\n---\n- not a mapping\n", "r.yaml");
+  ASSERT_FALSE(rules.ok());
+  ASSERT_THAT(rules.errors(), Not(IsEmpty()));
+  for (const Error& e : rules.errors()) {
+    EXPECT_EQ("", e.rule_id) << e.ToString();
+    EXPECT_GE(e.line, 9) << e.ToString();  // all in the documents after the good rule
+  }
+}
+
+std::string RuleWithWithinLines(const std::string& within_lines) {
+  return "id: a.b\ntitle: t\nseverity: info\ncategory: build\nmatch: ['x']\n"
+         "context:\n  within_lines: " + within_lines + "\n  requires_any: ['y']\n"
+         "root_cause: r\nfix: f\n";
+}
+
+// As in the config: `010` is ten, not YAML 1.1's octal eight, and hex, octal and other spellings
+// are errors rather than numbers the author did not write.
+TEST(ParseRules, IntegersAreDecimal) {
+  Result<std::vector<Rule>> rules = ParseRules(RuleWithWithinLines("010"), "r.yaml");
+  ASSERT_TRUE(rules.ok()) << FormatErrors(rules.errors());
+  EXPECT_EQ(10, rules.value()[0].context->within_lines);
+  for (const char* spelling : {"0x10", "0o10", "1_000", "1e2", "+5", "10.0", "ten", "''"}) {
+    Result<std::vector<Rule>> bad = ParseRules(RuleWithWithinLines(spelling), "r.yaml");
+    ASSERT_FALSE(bad.ok()) << spelling;
+    EXPECT_EQ("context.within_lines", bad.errors()[0].key) << spelling;
+    EXPECT_EQ(7, bad.errors()[0].line) << spelling;
+    EXPECT_THAT(bad.errors()[0].message, HasSubstr("must be a whole number from 1 to")) << spelling;
+  }
+}
+
+TEST(ParseRules, IntegerBeyond64BitsIsAnErrorNotAWrappedValue) {
+  Result<std::vector<Rule>> rules =
+      ParseRules(RuleWithWithinLines("18446744073709551626"), "r.yaml");
+  ASSERT_FALSE(rules.ok());
+  EXPECT_EQ("context.within_lines", rules.errors()[0].key);
 }
 
 class LoadRulesTest : public ::testing::Test {

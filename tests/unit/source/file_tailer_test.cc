@@ -23,12 +23,12 @@ struct Recorder {
   };
   std::vector<std::shared_ptr<Stream>> streams;
 
-  FileConsumerFactory Factory() {
+  StreamConsumerFactory Factory() {
     return [this](const std::string& path) {
       auto stream = std::make_shared<Stream>();
       stream->path = path;
       streams.push_back(stream);
-      struct Consumer : FileStreamConsumer {
+      struct Consumer : StreamConsumer {
         std::shared_ptr<Stream> s;
         void OnBytes(std::string_view b) override { s->bytes.append(b); }
         void OnQuiet() override { ++s->quiet; }
@@ -328,6 +328,22 @@ TEST_F(FileTailerTest, IdleTicksDoNotWalkTheGlobsAndNewFilesAreFoundByTheirEvent
   ASSERT_TRUE(RunUntil([&] { return recorder_.All().size() == 6u; }));
   EXPECT_EQ("y\n", recorder_.Of(P("c/d/new.log")));
   EXPECT_EQ(1u, tailer->rescans());
+}
+
+TEST_F(FileTailerTest, HardLinkedNamesAreReadOnceAndTheSecondTakesOverWhenTheFirstGoes) {
+  Append("a.log", "one\n");
+  fs::create_hard_link(dir_ / "a.log", dir_ / "b.log");
+  FileTailerOptions options = Options(/*start_at_end=*/false);
+  options.rescan_interval = std::chrono::milliseconds(50);
+  auto tailer = Tailer(options);
+  tailer->Start();
+  ASSERT_TRUE(RunUntil([&] { return recorder_.All() == "one\n"; }));
+  fs::remove(dir_ / "a.log");
+  Append("b.log", "two\n");
+  ASSERT_TRUE(RunUntil([&] { return recorder_.All() == "one\ntwo\n"; })) << recorder_.All();
+  io_.run_for(std::chrono::milliseconds(200));  // several rescans
+  EXPECT_EQ("one\ntwo\n", recorder_.All());
+  EXPECT_EQ(1u, recorder_.streams.size());
 }
 
 TEST_F(FileTailerTest, RescanIntervalWalksTheGlobsAgain) {
