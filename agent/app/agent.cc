@@ -28,10 +28,10 @@ class Agent::MetricsSink : public FindingSink {
   Metrics& metrics_;
 };
 
-// One tailed file: its pipeline and the counters of its source.
-class Agent::FileStream : public FileStreamConsumer {
+// One stream of any source: its pipeline and the counters of its source.
+class Agent::MatchedStream : public StreamConsumer {
  public:
-  FileStream(StreamOrigin origin, const std::shared_ptr<const RuleSet>& rules, FindingSink* sink,
+  MatchedStream(StreamOrigin origin, const std::shared_ptr<const RuleSet>& rules, FindingSink* sink,
              MatchScratch* scratch, size_t max_line_bytes, Metrics& metrics,
              Metrics::SourceCounters counters)
       : origin_(std::move(origin)),
@@ -108,8 +108,39 @@ Agent::Agent(Config config, std::shared_ptr<const RuleSet> rules)
 Agent::~Agent() = default;
 
 bool Agent::Start(std::string* error) {
+  AddRoutes();
+  if (!http_.Listen(config_.http_address, config_.http_port, error)) return false;
+  spdlog::info("serving /metrics on http://{}:{}/metrics", config_.http_address, http_.port());
+
+  // One descriptor budget for every source, from the limit raised as far as it goes.
+  const SourceContext context{
+      .io = io_,
+      .config = config_,
+      .consumers =
+          [this](const std::string& source_id) -> StreamConsumerFactory {
+            const Metrics::SourceCounters counters = metrics_.ForSource(source_id);
+            return [this, counters, source_id](const std::string& name) {
+              return std::make_unique<MatchedStream>(StreamOrigin{source_id, ++streams_started_, name},
+                                                  rules_, &findings_, &scratch_,
+                                                  config_.max_line_bytes, metrics_, counters);
+            };
+          },
+      .descriptors = std::make_shared<DescriptorBudget>(
+          DescriptorBudget::ForLimit(RaiseDescriptorLimit(), config_.max_open_files)),
+  };
+  sources_ = BuildSources(context);
+  for (auto& source : sources_) source->Start();
+  sources_started_ = true;
+  WaitForSignal();
+  return true;
+}
+
+// Every HTTP route of the agent, registered in one place. Routes that let log text or control
+// out are `admin`: loopback Host only, and later a bearer token for the ones that change state.
+void Agent::AddRoutes() {
   http_.AddRoute(
       {.path = "/metrics", .handler = [this](const HttpRequest&) {
+         metrics_.CountMatchErrors(scratch_.errors());
          return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics_.Serialize()};
        }});
   // The loop answers: that is all liveness means, so a slow disk never restarts the agent.
@@ -128,38 +159,9 @@ bool Agent::Start(std::string* error) {
                     }
                     return HttpResponse{200, "text/plain; charset=utf-8",
                                         "ready: " + std::to_string(rules_->rules().size()) +
-                                            " rules, " + std::to_string(tailers_.size()) +
+                                            " rules, " + std::to_string(sources_.size()) +
                                             " source(s)\n"};
                   }});
-  if (!http_.Listen(config_.http_address, config_.http_port, error)) return false;
-  spdlog::info("serving /metrics on http://{}:{}/metrics", config_.http_address, http_.port());
-
-  // One descriptor budget for every file source, from the limit raised as far as it goes.
-  const auto descriptors = std::make_shared<DescriptorBudget>(
-      DescriptorBudget::ForLimit(RaiseDescriptorLimit(), config_.max_open_files));
-  for (const FileSourceConfig& source : config_.file_sources) {
-    FileTailerOptions options;
-    options.patterns = source.paths;
-    options.exclude = source.exclude;
-    options.start_at_end = source.start_at == StartAt::kEnd;
-    options.poll_interval = std::chrono::milliseconds(source.poll_interval_ms);
-    options.rescan_interval = std::chrono::milliseconds(source.rescan_interval_ms);
-    options.quiet_after = std::chrono::milliseconds(config_.context_idle_flush_ms);
-    options.rotate_wait = std::chrono::milliseconds(source.rotate_wait_ms);
-    options.descriptors = descriptors;
-    const Metrics::SourceCounters counters = metrics_.ForSource(source.id);
-    auto tailer = std::make_unique<FileTailer>(
-        io_, std::move(options), [this, counters, id = source.id](const std::string& path) {
-          return std::make_unique<FileStream>(StreamOrigin{id, ++streams_started_, path}, rules_,
-                                              &findings_, &scratch_,
-                                              config_.max_line_bytes, metrics_, counters);
-        });
-    tailer->Start();
-    tailers_.push_back(std::move(tailer));
-  }
-  sources_started_ = true;
-  WaitForSignal();
-  return true;
 }
 
 void Agent::WaitForSignal() {
@@ -193,7 +195,7 @@ void Agent::Run() { io_.run(); }
 void Agent::Stop() {
   boost::system::error_code ignored;
   signals_.cancel(ignored);
-  for (auto& tailer : tailers_) tailer->Stop();
+  for (auto& source : sources_) source->Stop();
   http_.Stop();
 }
 

@@ -23,7 +23,7 @@
 #include "agent/sink/finding_events.h"
 #include "agent/sink/metrics.h"
 #include "agent/sink/signature_labels.h"
-#include "agent/source/file_tailer.h"
+#include "agent/app/sources.h"
 
 namespace faultline {
 
@@ -39,8 +39,9 @@ class Agent {
 
  private:
   class MetricsSink;
-  class FileStream;
+  class MatchedStream;
 
+  void AddRoutes();
   void WaitForSignal();
   // Why the agent is not ready to do its job; empty when it is (/readyz).
   std::string NotReadyReason() const;
@@ -59,7 +60,7 @@ class Agent {
   bool sources_started_ = false;
   MatchScratch scratch_;
   HttpServer http_;
-  std::vector<std::unique_ptr<FileTailer>> tailers_;
+  std::vector<std::unique_ptr<Source>> sources_;
 };
 
 }  // namespace faultline

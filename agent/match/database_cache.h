@@ -3,15 +3,27 @@
 // Compiling a Vectorscan database is the one slow step of loading a rule pack (about 0.3 s for 200
 // patterns and 1.5 s for 1000 on the CI machine, far more than scanning a typical log), so
 // `faultline scan` in a CI step or an editor would pay it on every call. The compiled database is
-// therefore serialised (Vectorscan's own hs_serialize_database) under a key that hashes the
-// library version and every pattern, and the entry holds the patterns themselves, checked on load;
-// a later load of the same patterns deserialises it in milliseconds. A cache entry also records which patterns needed prefilter mode or the RE2
-// fallback, so a cached load behaves exactly like a fresh compile.
+// therefore serialised (Vectorscan's own hs_serialize_database) under a name that hashes the
+// library version and every pattern.
+//
+// An entry is one checksummed unit: the format tag, the library version, every pattern with the
+// mode and Vectorscan flags it was compiled with, and the database, followed by a 64-bit FNV-1a
+// of all of it. Any changed byte, anywhere, makes the entry a miss (a change of one byte always
+// changes FNV-1a), as does a pattern list that is not exactly the caller's, so a cached load
+// behaves exactly like a fresh compile or does not happen.
+//
+// The folder must be trusted: it is used only when it is a directory owned by the effective
+// user and writable by nobody else (one warning on stderr per folder and process otherwise, and
+// no cache). Entries are opened without following symlinks and must be regular files of the
+// same owner. An entry is written to a temporary file with an unpredictable name (mkostemp:
+// O_CREAT|O_EXCL, so never through a planted symlink), checked to be in that folder, and renamed
+// over the final name (rename replaces a symlink there, it does not follow it), so concurrent
+// agents never read half a file. The folder keeps at most kMaxEntries entries, the oldest
+// removed first, and stale temporary files are removed.
 //
 // The cache is an optimisation only: any failure (no folder, unwritable, truncated or foreign
-// file, another platform) means "compile as if there were no cache", never an error. Entries are
-// written to a temporary file and renamed, so concurrent agents never read half a file; the
-// folder keeps at most kMaxEntries files, the oldest removed first. Thread-compatible.
+// file, another platform) means "compile as if there were no cache", never an error.
+// Thread-compatible; concurrent processes are safe.
 #ifndef FAULTLINE_MATCH_DATABASE_CACHE_H_
 #define FAULTLINE_MATCH_DATABASE_CACHE_H_
 
@@ -26,6 +38,14 @@ namespace faultline {
 // How a pattern is matched, as decided at compile time.
 enum class PatternMode : uint8_t { kExact = 0, kPrefilter = 1, kFallback = 2 };
 
+// What a compile decided for a pattern set: per pattern its mode and the Vectorscan flags it was
+// compiled with (0 for kFallback), and the database (null when every pattern falls back).
+struct CompiledPatterns {
+  std::vector<PatternMode> modes;
+  std::vector<uint32_t> flags;
+  hs_database* database = nullptr;  // owned by whoever holds the struct; see Load and Store
+};
+
 class DatabaseCache {
  public:
   static constexpr int kMaxEntries = 16;
@@ -33,20 +53,21 @@ class DatabaseCache {
   // `dir` empty disables the cache.
   explicit DatabaseCache(std::string dir) : dir_(std::move(dir)) {}
 
-  // On a hit, sets *database (owned by the caller) and `modes`, and returns true.
-  bool Load(const std::vector<std::string>& patterns, hs_database** database,
-            std::vector<PatternMode>& modes) const;
-  // Best effort; `database` may be null when every pattern falls back to RE2.
-  void Store(const std::vector<std::string>& patterns, const hs_database* database,
-             const std::vector<PatternMode>& modes) const;
+  // On a hit, fills *compiled (its database then owned by the caller) and returns true.
+  bool Load(const std::vector<std::string>& patterns, CompiledPatterns* compiled) const;
+  // Best effort; never takes ownership of compiled.database.
+  void Store(const std::vector<std::string>& patterns, const CompiledPatterns& compiled) const;
 
   // $FAULTLINE_CACHE_DIR (empty: no cache), else $XDG_CACHE_HOME/faultline, else
   // $HOME/.cache/faultline, else no cache.
   static std::string DefaultDir();
 
  private:
-  std::string PathFor(const std::vector<std::string>& patterns) const;
-  void Prune() const;
+  // The folder, opened, when it can be trusted; -1 when it is absent (and not `create`d) or
+  // untrusted (after the one warning).
+  int OpenDir(bool create) const;
+  std::string NameFor(const std::vector<std::string>& patterns) const;
+  void Prune(int dir_fd) const;
 
   const std::string dir_;
 };

@@ -19,13 +19,31 @@ struct ScanState {
   std::vector<PatternSet::Hit>* hits;
   uint32_t* last_line_plus_one;
   size_t pattern_count;
-  size_t line;  // line of the previous report; reports come in increasing end offset
+  size_t line;           // line of the previous report; reports come in increasing end offset
+  bool foreign = false;  // the database reported a pattern this set does not have
 };
+
+// Vectorscan flags for a pattern of each mode; recorded in cache entries and checked on load.
+uint32_t FlagsFor(PatternMode mode) {
+  switch (mode) {
+    case PatternMode::kExact:
+      return kExactFlags;
+    case PatternMode::kPrefilter:
+      return kPrefilterFlags;
+    case PatternMode::kFallback:
+      return 0;
+  }
+  return 0;
+}
 
 int OnCandidate(unsigned int id, unsigned long long /*from*/, unsigned long long to,
                 unsigned int /*flags*/, void* context) {
   auto* state = static_cast<ScanState*>(context);
-  if (id >= state->pattern_count) return 0;  // never from a database that matches this set
+  if (id >= state->pattern_count) {
+    // Not this set's database (a cache entry gone wrong): nothing it reports can be trusted.
+    state->foreign = true;
+    return 1;  // stop scanning
+  }
   const LineBatch& batch = *state->batch;
   const size_t last_byte = to == 0 ? 0 : static_cast<size_t>(to - 1);
   if (last_byte > batch.line_end(state->line) || last_byte < batch.line_begin(state->line)) {
@@ -84,8 +102,8 @@ hs_database_t* CompileDatabase(const std::vector<std::string>& patterns,
     hs_database_t* database = nullptr;
     hs_compile_error_t* compile_error = nullptr;
     const hs_error_t rc = hs_compile_multi(expressions.data(), flags.data(), ids.data(),
-                                           static_cast<unsigned>(expressions.size()),
-                                           HS_MODE_BLOCK, nullptr, &database, &compile_error);
+                                           static_cast<unsigned>(expressions.size()), HS_MODE_BLOCK,
+                                           nullptr, &database, &compile_error);
     if (rc == HS_SUCCESS) return database;
     const int failed = compile_error != nullptr ? compile_error->expression : -1;
     hs_free_compile_error(compile_error);
@@ -99,42 +117,65 @@ hs_database_t* CompileDatabase(const std::vector<std::string>& patterns,
   }
 }
 
+// Whether a cache entry is one this build would have compiled, and can run here.
+bool UsableFromCache(const CompiledPatterns& compiled) {
+  for (size_t i = 0; i < compiled.modes.size(); ++i) {
+    if (compiled.flags[i] != FlagsFor(compiled.modes[i])) return false;
+  }
+  if (compiled.database == nullptr) return true;
+  // A database this library cannot run (another CPU, for a cache on a shared disk) would only
+  // fail at every scan: check it can get scratch, else compile afresh.
+  hs_scratch_t* probe = nullptr;
+  const bool runs = hs_alloc_scratch(compiled.database, &probe) == HS_SUCCESS;
+  hs_free_scratch(probe);
+  return runs;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<PatternSet>> PatternSet::Compile(const std::vector<std::string>& patterns,
                                                         const std::string& cache_dir) {
+  PatternSetOptions options;
+  options.cache_dir = cache_dir;
+  return Compile(patterns, options);
+}
+
+Result<std::unique_ptr<PatternSet>> PatternSet::Compile(const std::vector<std::string>& patterns,
+                                                        const PatternSetOptions& options) {
   std::unique_ptr<PatternSet> set(new PatternSet());
   ErrorList errors;
   for (size_t i = 0; i < patterns.size(); ++i) {
     auto re = std::make_unique<RE2>(patterns[i], RulePatternOptions());
     if (!re->ok()) {
-      errors.push_back(Error{"", 0, "", "", "invalid pattern '" + patterns[i] + "': " +
-                                                re->error() + " (at '" + re->error_arg() + "')"});
+      errors.push_back(Error{"", 0, "", "",
+                             "invalid pattern '" + patterns[i] + "': " + re->error() + " (at '" +
+                                 re->error_arg() + "')"});
     }
     set->regexes_.push_back(std::move(re));
   }
   if (!errors.empty()) return errors;
 
-  const DatabaseCache cache(cache_dir);
-  std::vector<PatternMode> modes;
-  set->from_cache_ = cache.Load(patterns, &set->database_, modes);
-  if (set->from_cache_ && set->database_ != nullptr) {
-    // A database this library cannot run (another CPU, for a cache on a shared disk) would
-    // silently match nothing: check it can get scratch, else compile afresh.
-    hs_scratch_t* probe = nullptr;
-    if (hs_alloc_scratch(set->database_, &probe) != HS_SUCCESS) {
-      hs_free_database(set->database_);
-      set->database_ = nullptr;
-      set->from_cache_ = false;
-    }
-    hs_free_scratch(probe);
-  }
+  const DatabaseCache cache(options.cache_dir);
+  CompiledPatterns compiled;
+  set->from_cache_ = cache.Load(patterns, &compiled) && UsableFromCache(compiled);
   if (!set->from_cache_) {
-    set->database_ = CompileDatabase(patterns, modes);
-    cache.Store(patterns, set->database_, modes);
+    hs_free_database(compiled.database);
+    compiled = CompiledPatterns();
+    compiled.database = CompileDatabase(patterns, compiled.modes);
+    for (PatternMode mode : compiled.modes) compiled.flags.push_back(FlagsFor(mode));
+    cache.Store(patterns, compiled);
+  }
+  set->database_ = compiled.database;
+  const std::vector<PatternMode>& modes = compiled.modes;
+  for (size_t i = 0; i < patterns.size(); ++i) {
+    if (modes[i] != PatternMode::kFallback) {
+      set->prefiltered_ids_.push_back(static_cast<uint32_t>(i));
+    }
   }
 
-  RE2::Set fallback(RulePatternOptions(), RE2::UNANCHORED);
+  RE2::Options set_options = RulePatternOptions();
+  set_options.set_max_mem(options.fallback_set_max_mem);
+  RE2::Set fallback(set_options, RE2::UNANCHORED);
   for (size_t i = 0; i < patterns.size(); ++i) {
     if (modes[i] != PatternMode::kFallback) continue;
     std::string error;
@@ -143,10 +184,9 @@ Result<std::unique_ptr<PatternSet>> PatternSet::Compile(const std::vector<std::s
     }
     set->fallback_ids_.push_back(static_cast<uint32_t>(i));
   }
-  if (!set->fallback_ids_.empty()) {
-    if (!fallback.Compile()) {
-      return Error{"", 0, "", "", "the patterns are too large for RE2::Set"};
-    }
+  // A set too large for its memory is not a reason to refuse the rules: its patterns are then
+  // matched one by one, and Match counts that as the set's engine error.
+  if (!set->fallback_ids_.empty() && fallback.Compile()) {
     set->fallback_set_ = std::make_unique<RE2::Set>(std::move(fallback));
   }
   return set;
@@ -154,9 +194,11 @@ Result<std::unique_ptr<PatternSet>> PatternSet::Compile(const std::vector<std::s
 
 PatternSet::~PatternSet() { hs_free_database(database_); }
 
-MatchScratch::MatchScratch(const PatternSet& set)
-    : last_line_plus_one_(set.size(), 0) {
-  if (set.database_ != nullptr) hs_alloc_scratch(set.database_, &hs_scratch_);
+MatchScratch::MatchScratch(const PatternSet& set) : last_line_plus_one_(set.size(), 0) {
+  if (set.database_ != nullptr && hs_alloc_scratch(set.database_, &hs_scratch_) != HS_SUCCESS) {
+    hs_free_scratch(hs_scratch_);
+    hs_scratch_ = nullptr;
+  }
 }
 
 MatchScratch::~MatchScratch() { hs_free_scratch(hs_scratch_); }
@@ -165,30 +207,74 @@ void PatternSet::Match(const LineBatch& batch, MatchScratch& scratch,
                        std::vector<Hit>& hits) const {
   hits.clear();
   if (batch.empty()) return;
-  if (database_ != nullptr && scratch.hs_scratch_ != nullptr) {
-    std::fill(scratch.last_line_plus_one_.begin(), scratch.last_line_plus_one_.end(), 0);
-    ScanState state{&batch, &hits, scratch.last_line_plus_one_.data(), regexes_.size(), 0};
-    const std::string_view text = batch.text();
-    hs_scan(database_, text.data(), static_cast<unsigned>(text.size()), 0, scratch.hs_scratch_,
-            OnCandidate, &state);
-    // Confirm every candidate with RE2 on its own line.
-    hits.erase(std::remove_if(hits.begin(), hits.end(),
-                              [&](const Hit& hit) {
-                                return !RE2::PartialMatch(batch.line(hit.line),
-                                                          *regexes_[hit.pattern]);
-                              }),
-               hits.end());
+  if (database_ != nullptr && !ScanPrefiltered(batch, scratch, hits)) {
+    ++scratch.errors_.vectorscan;
+    hits.clear();
+    MatchEach(batch, 0, batch.size(), prefiltered_ids_, hits);
   }
-  if (fallback_set_ != nullptr) {
-    for (size_t i = 0; i < batch.size(); ++i) {
-      scratch.set_matches_.clear();
-      if (!fallback_set_->Match(batch.line(i), &scratch.set_matches_)) continue;
+  if (!fallback_ids_.empty()) MatchFallbackSet(batch, scratch, hits);
+  std::sort(hits.begin(), hits.end());
+}
+
+bool PatternSet::ScanPrefiltered(const LineBatch& batch, MatchScratch& scratch,
+                                 std::vector<Hit>& hits) const {
+  if (scratch.hs_scratch_ == nullptr &&
+      hs_alloc_scratch(database_, &scratch.hs_scratch_) != HS_SUCCESS) {
+    hs_free_scratch(scratch.hs_scratch_);
+    scratch.hs_scratch_ = nullptr;
+    return false;
+  }
+  // A scratch made for another set may be short; only then does this allocate.
+  if (scratch.last_line_plus_one_.size() < regexes_.size()) {
+    scratch.last_line_plus_one_.resize(regexes_.size());
+  }
+  std::fill(scratch.last_line_plus_one_.begin(), scratch.last_line_plus_one_.end(), 0);
+  ScanState state{&batch, &hits, scratch.last_line_plus_one_.data(), regexes_.size(), 0};
+  const std::string_view text = batch.text();
+  const hs_error_t rc = hs_scan(database_, text.data(), static_cast<unsigned>(text.size()), 0,
+                                scratch.hs_scratch_, OnCandidate, &state);
+  if (rc != HS_SUCCESS || state.foreign) return false;
+  // Confirm every candidate with RE2 on its own line.
+  hits.erase(std::remove_if(hits.begin(), hits.end(),
+                            [&](const Hit& hit) {
+                              return !RE2::PartialMatch(batch.line(hit.line),
+                                                        *regexes_[hit.pattern]);
+                            }),
+             hits.end());
+  return true;
+}
+
+void PatternSet::MatchFallbackSet(const LineBatch& batch, MatchScratch& scratch,
+                                  std::vector<Hit>& hits) const {
+  if (fallback_set_ == nullptr) {  // it did not fit its memory
+    scratch.errors_.re2_set += batch.size();
+    MatchEach(batch, 0, batch.size(), fallback_ids_, hits);
+    return;
+  }
+  for (size_t i = 0; i < batch.size(); ++i) {
+    scratch.set_matches_.clear();
+    RE2::Set::ErrorInfo error{RE2::Set::kNoError};
+    if (fallback_set_->Match(batch.line(i), &scratch.set_matches_, &error)) {
       for (int index : scratch.set_matches_) {
         hits.push_back(Hit{static_cast<uint32_t>(i), fallback_ids_[index]});
       }
+    } else if (error.kind != RE2::Set::kNoError) {
+      // Out of DFA memory: false means "don't know", not "no match".
+      ++scratch.errors_.re2_set;
+      MatchEach(batch, i, i + 1, fallback_ids_, hits);
     }
   }
-  std::sort(hits.begin(), hits.end());
+}
+
+void PatternSet::MatchEach(const LineBatch& batch, size_t first_line, size_t end_line,
+                           const std::vector<uint32_t>& ids, std::vector<Hit>& hits) const {
+  for (size_t line = first_line; line < end_line; ++line) {
+    for (uint32_t id : ids) {
+      if (RE2::PartialMatch(batch.line(line), *regexes_[id])) {
+        hits.push_back(Hit{static_cast<uint32_t>(line), id});
+      }
+    }
+  }
 }
 
 }  // namespace faultline

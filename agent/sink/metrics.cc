@@ -51,6 +51,16 @@ void Metrics::RegisterFamilies() {
                     .Help("Lines cut at framing.max_line_bytes.")
                     .Register(*registry_)
                     .Add({});
+  prometheus::Family<prometheus::Counter>& match_errors =
+      prometheus::BuildCounter()
+          .Name("faultline_match_errors_total")
+          .Help(
+              "Matching engine errors: batches Vectorscan could not scan, lines the RE2::Set "
+              "could not match. Their lines were matched by RE2 pattern by pattern instead, so "
+              "nothing was missed, only slower.")
+          .Register(*registry_);
+  vectorscan_errors_ = &match_errors.Add({{"engine", "vectorscan"}});
+  re2_set_errors_ = &match_errors.Add({{"engine", "re2_set"}});
   rules_loaded_ = &prometheus::BuildGauge()
                        .Name("faultline_rules_loaded")
                        .Help("Rules in the running rule pack.")
@@ -130,6 +140,14 @@ Metrics::SourceCounters Metrics::ForSource(const std::string& id) {
 }
 
 void Metrics::AddTruncatedLines(uint64_t n) { truncated_->Increment(static_cast<double>(n)); }
+
+void Metrics::CountMatchErrors(const MatchErrors& totals) {
+  for (const auto& [counter, total] : {std::pair{vectorscan_errors_, totals.vectorscan},
+                                       std::pair{re2_set_errors_, totals.re2_set}}) {
+    const double value = static_cast<double>(total);
+    if (value > counter->Value()) counter->Increment(value - counter->Value());
+  }
+}
 
 std::string Metrics::Serialize() const {
   return prometheus::TextSerializer().Serialize(registry_->Collect());

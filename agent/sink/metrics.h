@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "agent/match/finding.h"
+#include "agent/match/match_errors.h"
 #include "agent/rules/rule.h"
 #include "agent/sink/signature_labels.h"
 
@@ -70,6 +71,11 @@ class Metrics {
   // Lines cut at max_line_bytes by framing.
   void AddTruncatedLines(uint64_t n);
 
+  // Brings faultline_match_errors_total{engine} up to `totals`: running totals of engine errors,
+  // summed over every MatchScratch in use (MatchScratch::errors()). Counters only rise, so a
+  // smaller total changes nothing.
+  void CountMatchErrors(const MatchErrors& totals);
+
   // The Prometheus text exposition format (version 0.0.4) of every family.
   std::string Serialize() const;
 
@@ -97,6 +103,8 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* lines_;
   prometheus::Family<prometheus::Counter>* bytes_;
   prometheus::Counter* truncated_;
+  prometheus::Counter* vectorscan_errors_;
+  prometheus::Counter* re2_set_errors_;
   prometheus::Gauge* rules_loaded_;
 
   std::map<std::string, RuleSeries> by_id_;

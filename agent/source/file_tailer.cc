@@ -110,7 +110,7 @@ void RememberTail(std::string& tail, std::string_view bytes) {
 }  // namespace
 
 FileTailer::FileTailer(asio::io_context& io, FileTailerOptions options,
-                       FileConsumerFactory factory)
+                       StreamConsumerFactory factory)
     : io_(io),
       options_(std::move(options)),
       factory_(std::move(factory)),

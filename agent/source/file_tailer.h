@@ -81,6 +81,7 @@
 #include <vector>
 
 #include "agent/core/asio.h"
+#include "agent/source/stream_consumer.h"
 #include "agent/source/descriptor_budget.h"
 #include "agent/source/folder_watcher.h"
 #include "agent/source/glob.h"
@@ -88,17 +89,6 @@
 
 namespace faultline {
 
-// One file's bytes, as the tailer delivers them.
-class FileStreamConsumer {
- public:
-  virtual ~FileStreamConsumer() = default;
-  virtual void OnBytes(std::string_view bytes) = 0;
-  virtual void OnQuiet() = 0;  // nothing new for quiet_after
-  virtual void OnEnd() = 0;    // no more bytes will come to this stream
-};
-
-using FileConsumerFactory =
-    std::function<std::unique_ptr<FileStreamConsumer>(const std::string& path)>;
 
 struct FileTailerOptions {
   std::vector<std::string> patterns;  // paths or globs
@@ -116,7 +106,7 @@ struct FileTailerOptions {
 
 class FileTailer : private DescriptorBudget::Holder {
  public:
-  FileTailer(asio::io_context& io, FileTailerOptions options, FileConsumerFactory factory);
+  FileTailer(asio::io_context& io, FileTailerOptions options, StreamConsumerFactory factory);
   ~FileTailer() override;
   FileTailer(const FileTailer&) = delete;
   FileTailer& operator=(const FileTailer&) = delete;
@@ -154,7 +144,7 @@ class FileTailer : private DescriptorBudget::Holder {
     ReadMark mark;
     off_t last_size = -1;
     struct timespec last_mtime {};
-    std::unique_ptr<FileStreamConsumer> consumer;
+    std::unique_ptr<StreamConsumer> consumer;
     std::chrono::steady_clock::time_point last_data;
     bool quiet_reported = false;
     bool draining = false;  // rotated away or deleted: read through its descriptor until it ends
@@ -234,7 +224,7 @@ class FileTailer : private DescriptorBudget::Holder {
 
   asio::io_context& io_;
   const FileTailerOptions options_;
-  const FileConsumerFactory factory_;
+  const StreamConsumerFactory factory_;
   const std::vector<Glob> globs_;
   const ExcludeList exclude_;
   const std::shared_ptr<DescriptorBudget> budget_;

@@ -152,6 +152,21 @@ TEST_F(MetricsTest, FindingOfAnUnknownRuleIndexIsIgnored) {
   EXPECT_EQ(before, metrics_.Serialize());
 }
 
+TEST_F(MetricsTest, MatchErrorsStartAtZeroAndFollowTheRunningTotals) {
+  EXPECT_THAT(
+      Series(metrics_, "faultline_match_errors_total"),
+      testing::UnorderedElementsAre(R"(faultline_match_errors_total{engine="vectorscan"} 0)",
+                                    R"(faultline_match_errors_total{engine="re2_set"} 0)"));
+  metrics_.CountMatchErrors(MatchErrors{.vectorscan = 2, .re2_set = 5});
+  metrics_.CountMatchErrors(MatchErrors{.vectorscan = 3, .re2_set = 5});
+  // A total below what is shown (another scratch's, a restart of one) never lowers a counter.
+  metrics_.CountMatchErrors(MatchErrors{.vectorscan = 1, .re2_set = 0});
+  EXPECT_THAT(
+      Series(metrics_, "faultline_match_errors_total"),
+      testing::UnorderedElementsAre(R"(faultline_match_errors_total{engine="vectorscan"} 3)",
+                                    R"(faultline_match_errors_total{engine="re2_set"} 5)"));
+}
+
 TEST_F(MetricsTest, SourceCountersAreCreatedOnceAndCount) {
   Metrics::SourceCounters first = metrics_.ForSource("train");
   Metrics::SourceCounters again = metrics_.ForSource("train");

@@ -23,12 +23,12 @@ struct Recorder {
   };
   std::vector<std::shared_ptr<Stream>> streams;
 
-  FileConsumerFactory Factory() {
+  StreamConsumerFactory Factory() {
     return [this](const std::string& path) {
       auto stream = std::make_shared<Stream>();
       stream->path = path;
       streams.push_back(stream);
-      struct Consumer : FileStreamConsumer {
+      struct Consumer : StreamConsumer {
         std::shared_ptr<Stream> s;
         void OnBytes(std::string_view b) override { s->bytes.append(b); }
         void OnQuiet() override { ++s->quiet; }

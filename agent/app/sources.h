@@ -1,0 +1,51 @@
+// Sources: the running sources of streams the config declares, built in one place.
+//
+// A Source turns one config section into streams and hands each stream's bytes to a consumer it
+// gets from SourceContext::consumers. BuildSources is the one registration point of source types:
+// adding a type (tcp, stdin, ...) is one file with its builder plus one entry in sources.cc; the
+// agent, the pipelines and the sinks do not change.
+//
+// Everything runs on the agent's event loop; Start and Stop are called once each, from it. A
+// source that cannot start a stream (a file it may not read) reports it and keeps the rest going;
+// nothing here throws.
+#ifndef FAULTLINE_APP_SOURCES_H_
+#define FAULTLINE_APP_SOURCES_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agent/config/config.h"
+#include "agent/core/asio.h"
+#include "agent/source/descriptor_budget.h"
+#include "agent/source/stream_consumer.h"
+
+namespace faultline {
+
+class Source {
+ public:
+  virtual ~Source() = default;
+  virtual void Start() = 0;
+  // Ends every stream (each consumer gets OnEnd) and releases what the source holds.
+  virtual void Stop() = 0;
+};
+
+// What a source needs of the agent.
+struct SourceContext {
+  asio::io_context& io;
+  const Config& config;
+  // The consumer factory for the streams of source `source_id`.
+  std::function<StreamConsumerFactory(const std::string& source_id)> consumers;
+  // Shared by every source that holds descriptors.
+  std::shared_ptr<DescriptorBudget> descriptors;
+};
+
+std::vector<std::unique_ptr<Source>> BuildSources(const SourceContext& context);
+
+// The builders behind BuildSources, one per source type.
+void BuildFileSources(const SourceContext& context, std::vector<std::unique_ptr<Source>>& out);
+
+}  // namespace faultline
+
+#endif  // FAULTLINE_APP_SOURCES_H_

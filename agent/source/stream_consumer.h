@@ -1,0 +1,31 @@
+// StreamConsumer: what every source hands the bytes of one stream to, whatever the stream is (a
+// tailed file, a connection, stdin, a wrapped command's output). The agent's consumer frames and
+// matches them (StreamPipeline); sources know nothing of rules.
+//
+// A source creates one consumer per stream through a StreamConsumerFactory, calls it on the event
+// loop thread only, in order, and never after OnEnd. Consumers must not throw.
+#ifndef FAULTLINE_SOURCE_STREAM_CONSUMER_H_
+#define FAULTLINE_SOURCE_STREAM_CONSUMER_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace faultline {
+
+class StreamConsumer {
+ public:
+  virtual ~StreamConsumer() = default;
+  virtual void OnBytes(std::string_view bytes) = 0;
+  virtual void OnQuiet() = 0;  // nothing new for a while: settle what waits for more
+  virtual void OnEnd() = 0;    // no more bytes will come to this stream
+};
+
+// Makes the consumer of a new stream; `name` names it (a path, a peer address).
+using StreamConsumerFactory =
+    std::function<std::unique_ptr<StreamConsumer>(const std::string& name)>;
+
+}  // namespace faultline
+
+#endif  // FAULTLINE_SOURCE_STREAM_CONSUMER_H_
