@@ -76,6 +76,7 @@ int ListRules(const Args& args) {
       out.push_back({{"id", r.id},
                      {"class", r.failure_class},
                      {"role", r.role == RuleRole::kSymptom ? "symptom" : "root"},
+                     {"generic", r.generic},
                      {"title", r.title},
                      {"severity", SeverityName(r.severity)},
                      {"category", r.category},

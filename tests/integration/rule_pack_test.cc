@@ -2,6 +2,9 @@
 // call, and the pack names each corpus class on real logs without raising errors on healthy ones.
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <set>
+#include <string>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -34,6 +37,22 @@ TEST(RulePack, EveryRuleHasTwoExamplesEachWayAndReferences) {
     EXPECT_GE(rule["examples_no_match"].get<int>(), 2) << rule["id"];
     EXPECT_FALSE(rule["references"].empty()) << rule["id"];
   }
+}
+
+TEST(RulePack, HasOneHundredFiftyClassesEachDocumentedInTheRulesReadme) {
+  const auto r = RunFaultline({"rules", "list", "--rules", kRules, "--format", "json"});
+  ASSERT_EQ(0, r.exit_code) << r.err;
+  std::ifstream in(kRules + "/README.md");
+  const std::string readme((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::set<std::string> classes;
+  for (const auto& rule : nlohmann::json::parse(r.out)) {
+    const std::string failure_class = rule["class"];
+    classes.insert(failure_class);
+    EXPECT_THAT(readme, HasSubstr("| " + failure_class + " | "))
+        << failure_class << " (" << rule["id"] << ") is not in rules/README.md's class tables";
+    EXPECT_THAT(readme, HasSubstr("`" + rule["id"].get<std::string>() + "`")) << rule["id"];
+  }
+  EXPECT_GE(classes.size(), 150u);
 }
 
 TEST(RulePack, CorpusEvaluationNamesEveryCoveredFileAndNoNegativeErrors) {

@@ -1,0 +1,42 @@
+#!/usr/bin/env python3
+"""Rewrites the "Failure classes" tables at the end of rules/README.md from the loaded pack.
+
+Usage: scripts/update-rules-readme.py [FAULTLINE_BINARY]   (default: build/debug/faultline)
+The RulePack integration test fails when a class or rule is missing from those tables.
+"""
+import collections
+import json
+import pathlib
+import subprocess
+import sys
+
+root = pathlib.Path(__file__).resolve().parent.parent
+binary = sys.argv[1] if len(sys.argv) > 1 else str(root / "build/debug/faultline")
+rules = json.loads(subprocess.check_output(
+    [binary, "rules", "list", "--rules", str(root / "rules"), "--format", "json"]))
+by_domain = collections.OrderedDict()
+for r in sorted(rules, key=lambda r: r["id"]):
+    by_domain.setdefault(r["id"].split(".")[0], collections.OrderedDict()).setdefault(
+        r["class"], []).append(r)
+classes = {r["class"] for r in rules}
+out = ["## Failure classes", "",
+       f"The pack names {len(classes)} failure classes with {len(rules)} rules (`faultline rules list` "
+       "prints both", "counts, and `tests/integration/rule_pack_test.cc` fails when a class or rule "
+       "is missing here;", "`scripts/update-rules-readme.py` rewrites these tables). A class is one "
+       "failure as an engineer names", "it; its rules are the wordings and tools that print it. "
+       "*generic* rules are catch-alls that give", "way to a specific rule on the same line; "
+       "*symptom* rules are consequences that `scan` lists under", "their root cause.", ""]
+for domain, domain_classes in by_domain.items():
+    out += [f"### {domain}", "", "| class | rules |", "|---|---|"]
+    for name, members in domain_classes.items():
+        def shown(r):
+            tags = [t for t, on in (("generic", r["generic"]), ("symptom", r["role"] == "symptom")) if on]
+            return f"`{r['id']}`" + (f" ({', '.join(tags)})" if tags else "")
+        out.append(f"| {name} | " + ", ".join(shown(r) for r in members) + " |")
+    out.append("")
+readme = root / "rules/README.md"
+text = readme.read_text()
+if "## Failure classes" in text:
+    text = text[:text.index("## Failure classes")]
+readme.write_text(text.rstrip("\n") + "\n\n" + "\n".join(out))
+print(f"{len(rules)} rules, {len(classes)} classes")
