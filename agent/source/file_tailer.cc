@@ -324,8 +324,10 @@ void FileTailer::Rescan(bool initial) {
     WalkFolder(glob, glob.root(), initial, /*full=*/true);
   }
   if (initial) return;
-  // The safety net for missed events: every followed file is looked at again.
+  // The safety net for missed events: every followed file is looked at again, and every name
+  // known to duplicate one (its original may have gone since).
   for (const auto& [path, file] : files_) pending_[path] = true;
+  for (const std::string& alias : std::exchange(aliases_, {})) candidates_.insert(alias);
   for (const auto& [link, hops] : links_) {
     if (!files_.contains(link)) candidates_.insert(link);
   }
@@ -339,7 +341,7 @@ void FileTailer::WalkFolder(const Glob& glob, const std::string& dir, bool initi
         return full || added;
       },
       [&](const std::string& path) {
-        if (files_.contains(path) || aliases_.contains(path)) return;
+        if (files_.contains(path)) return;
         if (!glob.literal() && exclude_.Excludes(path)) return;
         if (initial) {
           Discover(path, /*initial=*/true);
@@ -556,9 +558,25 @@ bool FileTailer::LooksLikeACopy(const std::string& path) const {
   const auto named_after = [&](const std::string& original) {
     return IsRotatedNameOf(path, original);
   };
-  return std::any_of(files_.begin(), files_.end(),
-                     [&](const auto& entry) { return named_after(entry.first); }) ||
-         std::any_of(draining_.begin(), draining_.end(),
+  // Followed files are looked up by the names the copy could be named after, in its folder (not
+  // compared one by one: 10,000 new files beside 10,000 followed ones stay cheap). Rotated and
+  // ended streams are few, and an ended one may have lived in another folder (olddir).
+  const std::string dir = ParentOf(path);
+  const std::string name = std::filesystem::path(path).filename().string();
+  const size_t dot = name.rfind('.');
+  const std::string extension = dot == std::string::npos ? "" : name.substr(dot);
+  for (size_t k = 1; k < name.size(); ++k) {
+    if (files_.contains(JoinPath(dir, name.substr(0, k))) &&
+        named_after(JoinPath(dir, name.substr(0, k)))) {
+      return true;
+    }
+    const char c = name[k];
+    if ((c == '-' || c == '_' || c == '.') && !extension.empty()) {
+      const std::string original = JoinPath(dir, name.substr(0, k) + extension);
+      if (files_.contains(original) && named_after(original)) return true;
+    }
+  }
+  return std::any_of(draining_.begin(), draining_.end(),
                      [&](const auto& file) { return named_after(file->path); }) ||
          std::any_of(ended_.begin(), ended_.end(),
                      [&](const EndedStream& e) { return named_after(e.path); });

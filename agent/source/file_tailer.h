@@ -35,17 +35,22 @@
 // - Rotated by rename (the path now names another inode): the old file keeps being read until it
 //   has been quiet for rotate_wait (a writer may not reopen at once), then its stream ends; the
 //   new file at the path is read from the beginning as a new stream. A rotated file is followed
-//   under its new name even if exclude or the globs do not match it.
+//   under its new name even if exclude or the globs do not match it, and so is a file that was
+//   created, written and renamed away from a followed name (or link target) before the tailer
+//   ever opened it: inotify's rename names where it went.
 // - Files are identified by device and inode, not by path: a rotated file renamed to a name the
 //   globs also match keeps its stream and offset, and is never read twice.
 // - A copy of a file already read (logrotate copytruncate leaves app.log.1 with the bytes of
-//   app.log): a new file whose first bytes (up to 1 KiB) hash like those of a followed file or of
-//   one whose stream ended in the last 10 minutes, and whose bytes just before min(its size, that
-//   file's offset) are the ones read there, is followed from that point, so its lines are not
-//   counted again. A copy shorter than 1 KiB taken before the original grew is not recognised.
+//   app.log): a new file named like a rotated copy of a followed file, or of one whose stream
+//   ended in the last 10 minutes (rotated_names.h: app.log.1, app.log-20240131 for app.log), is
+//   held back until it has not changed for a poll interval (logrotate creates the copy empty and
+//   then fills it). If then its first bytes (up to 1 KiB) hash like those of that file, and its
+//   bytes just before min(its size, that file's offset) are the ones read there, it is followed
+//   from that point, so its lines are not counted again; otherwise it is read from the beginning.
+//   A copy shorter than 1 KiB taken before the original grew further is not recognised.
 // - Deleted: read to its end, then its stream ends.
-// - Unreadable (permissions, vanished between finding and opening): reported once, tried again
-//   when its name changes or at the next rescan.
+// - Unreadable (permissions, vanished between finding and opening), or not a regular file:
+//   reported once, tried again when inotify reports it changed, and at the next rescan.
 // A stream that has had no new bytes for quiet_after gets OnQuiet once (to settle pending
 // context). A read never takes more than read_budget bytes from one file before others get a
 // turn, so one huge file cannot starve the loop.

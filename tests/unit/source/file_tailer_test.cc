@@ -330,6 +330,22 @@ TEST_F(FileTailerTest, IdleTicksDoNotWalkTheGlobsAndNewFilesAreFoundByTheirEvent
   EXPECT_EQ(1u, tailer->rescans());
 }
 
+TEST_F(FileTailerTest, HardLinkedNamesAreReadOnceAndTheSecondTakesOverWhenTheFirstGoes) {
+  Append("a.log", "one\n");
+  fs::create_hard_link(dir_ / "a.log", dir_ / "b.log");
+  FileTailerOptions options = Options(/*start_at_end=*/false);
+  options.rescan_interval = std::chrono::milliseconds(50);
+  auto tailer = Tailer(options);
+  tailer->Start();
+  ASSERT_TRUE(RunUntil([&] { return recorder_.All() == "one\n"; }));
+  fs::remove(dir_ / "a.log");
+  Append("b.log", "two\n");
+  ASSERT_TRUE(RunUntil([&] { return recorder_.All() == "one\ntwo\n"; })) << recorder_.All();
+  io_.run_for(std::chrono::milliseconds(200));  // several rescans
+  EXPECT_EQ("one\ntwo\n", recorder_.All());
+  EXPECT_EQ(1u, recorder_.streams.size());
+}
+
 TEST_F(FileTailerTest, RescanIntervalWalksTheGlobsAgain) {
   FileTailerOptions options = Options(/*start_at_end=*/false);
   options.rescan_interval = std::chrono::milliseconds(30);
