@@ -49,4 +49,19 @@ void AppendWithoutAnsi(std::string_view line, std::string& out) {
   }
 }
 
+void StripAnsiInPlace(std::string& line) {
+  const std::string_view view(line);
+  size_t kept = 0;
+  size_t pos = 0;
+  while (pos < view.size()) {
+    const void* esc = std::memchr(view.data() + pos, kEscape, view.size() - pos);
+    const size_t at = esc == nullptr ? view.size() : static_cast<const char*>(esc) - view.data();
+    if (kept != pos) std::memmove(line.data() + kept, line.data() + pos, at - pos);
+    kept += at - pos;
+    if (esc == nullptr) break;
+    pos = SkipEscape(view, at);
+  }
+  line.resize(kept);
+}
+
 }  // namespace faultline

@@ -17,6 +17,10 @@ inline constexpr char kEscape = '\x1b';
 // Appends `line` without its escape sequences to `out`.
 void AppendWithoutAnsi(std::string_view line, std::string& out);
 
+// Removes the escape sequences of `line` where it is, without a second buffer: for a long line
+// that would otherwise be copied whole.
+void StripAnsiInPlace(std::string& line);
+
 inline std::string StripAnsi(std::string_view line) {
   std::string out;
   AppendWithoutAnsi(line, out);

@@ -25,6 +25,8 @@ class LineBatch {
   bool empty() const { return line_ends_.empty(); }
   // Bytes held, terminators included: what a flush threshold compares against.
   size_t bytes() const { return text_.size(); }
+  // Bytes the text buffer has allocated (held, or kept for the next lines).
+  size_t capacity_bytes() const { return text_.capacity(); }
 
   // The whole buffer: every line followed by '\n'.
   std::string_view text() const { return text_; }
@@ -68,6 +70,28 @@ class LineBatch {
     text_.append(begin, line - begin);
     return static_cast<size_t>(line - begin);
   }
+  // Appends `line` (no '\n' inside) like Append, but a long line is not copied: when `line` has
+  // room for the batch's bytes in front of it plus a terminator, those are moved into `line`
+  // instead and its buffer becomes the batch's, so a line of max_line_bytes is held once, not
+  // twice. `line` is left empty (holding the batch's old buffer) either way.
+  void AppendAdopting(std::string& line, uint64_t stream_begin = 0) {
+    if (line.size() < kAdoptAtBytes || line.size() < text_.size() ||
+        line.capacity() < text_.size() + line.size() + 1) {
+      Append(line, stream_begin);
+      line.clear();
+      return;
+    }
+    const size_t end = text_.size() + line.size();
+    line.insert(0, text_);
+    line.push_back('\n');
+    text_.swap(line);
+    line.clear();
+    line_ends_.push_back(static_cast<uint32_t>(end));
+    stream_begins_.push_back(stream_begin);
+  }
+  // Lines shorter than this are copied by AppendAdopting: moving the batch would cost more.
+  static constexpr size_t kAdoptAtBytes = 256 * 1024;
+
   // For framing that writes a line's bytes straight into buffer() and then ends it.
   std::string& buffer() { return text_; }
   void EndLine(uint64_t stream_begin = 0) {
@@ -76,11 +100,17 @@ class LineBatch {
     text_.push_back('\n');
   }
 
+  // Empties the batch. Its buffers are kept for the next lines, unless one over-long line grew
+  // them far past what a batch normally holds: those are returned to the system.
   void Clear() {
     text_.clear();
+    if (text_.capacity() > kRetainedBytes) std::string().swap(text_);
     line_ends_.clear();
     stream_begins_.clear();
   }
+  // A batch is matched at about 64 KiB (StreamPipeline::kBatchBytes) and may hold one line of the
+  // default max_line_bytes (1 MiB) beside it; buffers up to this size are kept across Clear().
+  static constexpr size_t kRetainedBytes = 4 << 20;
 
  private:
   std::string text_;

@@ -6,6 +6,14 @@
 #include "agent/framing/ansi.h"
 
 namespace faultline {
+namespace {
+
+// Room reserved in front of a long line for the lines already in the batch when it ends, so the
+// batch can move in front of it instead of copying the line (LineBatch::AppendAdopting).
+// StreamPipeline matches a batch once it reaches 64 KiB, so it holds less than that.
+constexpr size_t kAdoptRoomBytes = 256 * 1024;
+
+}  // namespace
 
 // Where the next "\n", "\r" and ESC are in one Feed call's bytes. Each is searched again only
 // once the read position has passed it, so a log with a "\r" or a colour code on every line costs
@@ -44,17 +52,37 @@ void LineFramer::EmitLine(std::string_view raw, LineBatch& batch) {
   }
 }
 
+// Emits partial_ as a line and empties it. A long one is handed to the batch buffer and all
+// (escape sequences removed where they are) rather than copied, so it is held once.
+void LineFramer::EmitPartial(LineBatch& batch) {
+  if (partial_.size() < LineBatch::kAdoptAtBytes) {
+    EmitLine(partial_, batch);
+    partial_.clear();
+    return;
+  }
+  if (std::memchr(partial_.data(), kEscape, partial_.size()) != nullptr) {
+    StripAnsiInPlace(partial_);
+  }
+  batch.AppendAdopting(partial_, line_start_);
+  // Not adopted (the batch was too full): the long line's buffer is not kept for the next one.
+  if (partial_.capacity() > LineBatch::kRetainedBytes) std::string().swap(partial_);
+}
+
 // Adds bytes of an unterminated line, cutting the line once it reaches max_line_bytes_.
 void LineFramer::AppendPartial(std::string_view bytes, LineBatch& batch) {
   if (skipping_) return;
   const size_t room = max_line_bytes_ - partial_.size();
-  if (bytes.size() <= room) {
-    partial_.append(bytes);
-    return;
+  const size_t taken = std::min(bytes.size(), room);
+  if (partial_.size() + taken > partial_.capacity() &&
+      partial_.size() + taken >= LineBatch::kAdoptAtBytes) {
+    // A long line: reserve once for the longest allowed, with room in front for the batch that
+    // EmitPartial moves there. Growing by doubling would hold the old and the new buffer at
+    // once (1.5x the line); reserved pages cost memory only once they are written.
+    partial_.reserve(max_line_bytes_ + kAdoptRoomBytes);
   }
-  partial_.append(bytes.substr(0, room));
-  EmitLine(partial_, batch);
-  partial_.clear();
+  partial_.append(bytes.substr(0, taken));
+  if (bytes.size() <= room) return;
+  EmitPartial(batch);
   skipping_ = true;
   ++truncated_lines_;
 }
@@ -105,8 +133,7 @@ void LineFramer::Feed(std::string_view bytes, LineBatch& batch) {
       if (skipping_) {
         skipping_ = false;
       } else {
-        EmitLine(partial_, batch);
-        partial_.clear();
+        EmitPartial(batch);
       }
     }
     p = term + 1;
@@ -122,8 +149,7 @@ void LineFramer::Feed(std::string_view bytes, LineBatch& batch) {
 }
 
 void LineFramer::Finish(LineBatch& batch) {
-  if (!partial_.empty()) EmitLine(partial_, batch);
-  partial_.clear();
+  if (!partial_.empty()) EmitPartial(batch);
   skipping_ = false;
   after_cr_ = false;
   line_start_ = fed_;

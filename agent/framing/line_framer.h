@@ -6,7 +6,8 @@
 // - ANSI escape sequences are removed (ansi.h).
 // - A line longer than max_line_bytes is cut at that size and emitted, the rest of it is skipped
 //   up to the next terminator, and truncated_lines() counts it. Memory stays bounded by
-//   max_line_bytes however long a line is.
+//   max_line_bytes however long a line is, and a long line is held once: its buffer is reserved
+//   once (not grown by doubling) and handed to the batch when it ends, not copied.
 // - Bytes are passed through as they are: invalid UTF-8 is matched as bytes and sanitised only at
 //   the edges (utf8.h).
 // Bytes after the last terminator are kept until more arrive or Finish() flushes them as a line.
@@ -60,6 +61,7 @@ class LineFramer {
   class NextBytes;
   const char* FeedPlainLines(const char* p, uint64_t at, NextBytes& next, LineBatch& batch);
   void EmitLine(std::string_view raw, LineBatch& batch);
+  void EmitPartial(LineBatch& batch);
   void AppendPartial(std::string_view bytes, LineBatch& batch);
 
   const size_t max_line_bytes_;

@@ -1,6 +1,6 @@
 // Fuzzes LineFramer: the same bytes cut into random reads (empty reads too) must give exactly the
 // lines of a plain reference framing of the whole stream, no line may exceed max_line_bytes, and
-// the truncation count must match. Input: byte 0 picks max_line_bytes, byte 1 seeds the read
+// the truncation count must match; StripAnsiInPlace must agree with StripAnsi. Input: byte 0 picks max_line_bytes, byte 1 seeds the read
 // sizes, the rest is the stream.
 #include <algorithm>
 #include <cstddef>
@@ -85,5 +85,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (line.size() > max_line_bytes || line.find('\n') != std::string::npos) std::abort();
   }
   if (actual.lines != expected.lines || actual.truncated != expected.truncated) std::abort();
+  // Long lines are stripped in place; it must remove exactly what StripAnsi removes.
+  std::string in_place(stream);
+  faultline::StripAnsiInPlace(in_place);
+  if (in_place != faultline::StripAnsi(stream)) std::abort();
   return 0;
 }

@@ -132,6 +132,73 @@ TEST(LineFramer, ReadBoundariesNeverChangeTheLines) {
   }
 }
 
+// A long line ends up in the batch in the buffer it was assembled in: held once, not copied.
+TEST(LineBatch, AppendAdoptingTakesOverALongLinesBuffer) {
+  LineBatch batch;
+  batch.Append("first", 0);
+  std::string line(LineBatch::kAdoptAtBytes, 'x');
+  line.reserve(line.size() + 1024);
+  const char* const buffer = line.data();
+  batch.AppendAdopting(line, 6);
+  EXPECT_TRUE(line.empty());
+  ASSERT_EQ(2u, batch.size());
+  EXPECT_EQ(buffer, batch.text().data());
+  EXPECT_EQ("first", batch.line(0));
+  EXPECT_EQ(std::string(LineBatch::kAdoptAtBytes, 'x'), batch.line(1));
+  EXPECT_EQ(6u, batch.stream_begin(1));
+  EXPECT_EQ('\n', batch.text().back());
+}
+
+TEST(LineBatch, AppendAdoptingCopiesWhenTheLineHasNoRoomForTheBatch) {
+  LineBatch batch;
+  batch.Append("first");
+  std::string line(LineBatch::kAdoptAtBytes, 'y');
+  line.shrink_to_fit();
+  batch.AppendAdopting(line);
+  EXPECT_TRUE(line.empty());
+  EXPECT_EQ(std::string(LineBatch::kAdoptAtBytes, 'y'), batch.line(1));
+}
+
+TEST(LineBatch, ClearGivesBackTheBufferOfAnOverlongLine) {
+  LineBatch batch;
+  batch.Append(std::string(LineBatch::kRetainedBytes + 1, 'z'));
+  batch.Clear();
+  EXPECT_LE(batch.capacity_bytes(), LineBatch::kRetainedBytes);
+  batch.Append(std::string(1000, 'z'));
+  const size_t small = batch.capacity_bytes();
+  batch.Clear();
+  EXPECT_EQ(small, batch.capacity_bytes());  // an ordinary buffer is kept for the next lines
+}
+
+// A long line, its colour codes and terminator split across reads, framed on the path that hands
+// its buffer to the batch: the same line as framing it in one piece.
+TEST(LineFramer, LongLineAcrossReadsIsStrippedAndEmittedWhole) {
+  const std::string body(LineBatch::kAdoptAtBytes * 2, 'b');
+  const std::string stream = "short\n\x1b[31m" + body + "\x1b[0m end\r\nnext\n";
+  std::vector<std::string> chunks;
+  for (size_t at = 0; at < stream.size(); at += 4093) chunks.push_back(stream.substr(at, 4093));
+  EXPECT_EQ((Strings{"short", body + " end", "next"}), Frame(chunks, 4 * LineBatch::kAdoptAtBytes));
+  EXPECT_EQ((Strings{"short", body + " end", "next"}), Frame({stream}, 4 * LineBatch::kAdoptAtBytes));
+}
+
+TEST(LineFramer, LongUnterminatedLineIsEmittedAtFinish) {
+  const std::string body(LineBatch::kAdoptAtBytes + 10, 'c');
+  EXPECT_EQ((Strings{"a", body}), Frame({"a\n", body.substr(0, 100), body.substr(100)}));
+}
+
+TEST(LineFramer, LongLineCutAtMaxIsHeldOnceAndTheRestSkipped) {
+  const size_t max = LineBatch::kAdoptAtBytes * 2;
+  LineFramer framer(max);
+  LineBatch batch;
+  const std::string chunk(64 * 1024, 'd');
+  for (int i = 0; i < 20; ++i) framer.Feed(chunk, batch);
+  framer.Feed("\nafter\n", batch);
+  ASSERT_EQ(2u, batch.size());
+  EXPECT_EQ(std::string(max, 'd'), batch.line(0));
+  EXPECT_EQ("after", batch.line(1));
+  EXPECT_EQ(1u, framer.truncated_lines());
+}
+
 TEST(LineBatch, LineAtMapsOffsetsToLines) {
   LineBatch batch;
   batch.Append("ab");
