@@ -24,7 +24,8 @@ constexpr char kRulesUsage[] = R"(Usage: faultline rules <list|test|eval> [optio
 
   list [--rules DIR]... [--format text|json]
         every loaded rule: id, severity, category, title; then how many rules and failure
-        classes (a rule's `class`, or its id) are loaded
+        classes (a rule's `class`, or its id) are loaded. JSON also has each rule's patterns
+        (match, context, labels), for tools that measure or rewrite the pack
   test [DIR...]
         runs every rule's examples: each `match` example must raise the rule at its severity,
         no `no_match` example may; fails on any miss (default: the bundled pack)
@@ -73,6 +74,25 @@ int ListRules(const Args& args) {
   if (json) {
     nlohmann::json out = nlohmann::json::array();
     for (const Rule& r : rules->rules()) {
+      nlohmann::json match = nlohmann::json::array();
+      for (const std::string& pattern : r.match_lines) match.push_back(pattern);
+      for (const SequenceMatch& sequence : r.sequences) {
+        match.push_back({{"sequence", sequence.steps}, {"within_lines", sequence.within_lines}});
+      }
+      nlohmann::json context = nullptr;
+      if (r.context) {
+        const ContextSpec& c = *r.context;
+        context = {{"within_lines", c.within_lines},
+                   {"requires_any", c.requires_any},
+                   {"downgrade_if_followed_by", c.downgrade_if_followed_by},
+                   {"downgrade_if_preceded_by", c.downgrade_if_preceded_by},
+                   {"downgrade_to", SeverityName(c.downgrade_to)}};
+        if (c.unconfirmed_severity) {
+          context["unconfirmed_severity"] = SeverityName(*c.unconfirmed_severity);
+        }
+      }
+      nlohmann::json labels = nlohmann::json::object();
+      for (const LabelSpec& label : r.labels) labels[label.name] = label.pattern;
       out.push_back({{"id", r.id},
                      {"class", r.failure_class},
                      {"role", r.role == RuleRole::kSymptom ? "symptom" : "root"},
@@ -85,7 +105,12 @@ int ListRules(const Args& args) {
                      {"references", r.references},
                      {"has_fix_command", !r.fix_command.empty()},
                      {"examples_match", r.examples.match.size()},
-                     {"examples_no_match", r.examples.no_match.size()}});
+                     {"examples_no_match", r.examples.no_match.size()},
+                     {"consequence_of", r.consequence_of},
+                     {"generic", r.generic},
+                     {"match", match},
+                     {"context", context},
+                     {"labels", labels}});
     }
     std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return kExitOk;
