@@ -109,7 +109,7 @@ std::string SanitizeForDisplay(std::string_view bytes) {
       [](std::string_view s, size_t i, size_t len, std::string& out) {
         const uint32_t cp = CodePoint(s, i, len);
         if (IsInvisibleControl(cp)) {
-          char buf[8];
+          char buf[16];  // room for any unsigned value: g++ -O3 checks the bound, not the range
           std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(cp));
           out += buf;
         } else {
