@@ -32,8 +32,9 @@ constexpr char kRulesUsage[] = R"(Usage: faultline rules <list|test|eval> [optio
   eval --corpus DIR [--classes FILE] [--rules DIR]...
         scans every log listed in DIR/MANIFEST.tsv and prints, per class, how many files were
         named with the expected rule (class-to-rule map: FILE, default tests/corpus/classes.tsv
-        of the source tree) and how many error-level findings the negative logs raised; fails on
-        any miss or any such finding. A missing corpus is reported and skipped (exit 0).
+        of the source tree), how many of those as a root cause rather than a consequence and as
+        the report's first failure, and how many error-level findings the negative logs raised;
+        fails on any miss or any such finding. A missing corpus is reported and skipped (exit 0).
 
 Exit status: 0 all good, 1 a test or evaluation failed, 2 usage or rule errors.
 )";
@@ -270,6 +271,8 @@ int EvalRules(const Args& args) {
   struct ClassStats {
     int files = 0;
     int named = 0;
+    int as_root = 0;  // named as a root cause, not as the consequence of another finding
+    int first = 0;    // named as the first failure
     int error_level = 0;  // negatives: files with an error-level finding
   };
   std::map<std::string, ClassStats> stats;
@@ -304,6 +307,16 @@ int EvalRules(const Args& args) {
     for (const ScanReport::Entry* e : report.Sorted()) {
       if (want->second.contains(e->rule->id)) named = true;
     }
+    const std::vector<ScanReport::Group> groups = report.Grouped();
+    if (std::any_of(groups.begin(), groups.end(), [&](const ScanReport::Group& g) {
+          return want->second.contains(g.root->rule->id);
+        })) {
+      ++s.as_root;
+    }
+    if (const auto first = report.FirstFailureOf(groups);
+        first && want->second.contains(first->entry->rule->id)) {
+      ++s.first;
+    }
     if (named) {
       ++s.named;
     } else {
@@ -317,25 +330,34 @@ int EvalRules(const Args& args) {
   }
 
   std::cout << std::left << std::setw(34) << "class" << std::right << std::setw(7) << "files"
-            << std::setw(8) << "named" << std::setw(13) << "error-level" << "\n";
+            << std::setw(8) << "named" << std::setw(8) << "root" << std::setw(8) << "first"
+            << std::setw(13) << "error-level" << "\n";
   int covered_files = 0;
   int named_files = 0;
+  int root_files = 0;
+  int first_files = 0;
   int uncovered = 0;
   for (const auto& [cls, s] : stats) {
     std::cout << std::left << std::setw(34) << cls << std::right << std::setw(7) << s.files;
     if (cls == "negative") {
-      std::cout << std::setw(8) << "-" << std::setw(13) << s.error_level << "\n";
+      std::cout << std::setw(8) << "-" << std::setw(8) << "-" << std::setw(8) << "-"
+                << std::setw(13) << s.error_level << "\n";
     } else if (expected.contains(cls)) {
       covered_files += s.files;
       named_files += s.named;
-      std::cout << std::setw(8) << s.named << std::setw(13) << "-" << "\n";
+      root_files += s.as_root;
+      first_files += s.first;
+      std::cout << std::setw(8) << s.named << std::setw(8) << s.as_root << std::setw(8) << s.first
+                << std::setw(13) << "-" << "\n";
     } else {
       ++uncovered;
-      std::cout << std::setw(8) << "n/a" << std::setw(13) << "-" << "  (no rule mapped)\n";
+      std::cout << std::setw(8) << "n/a" << std::setw(8) << "-" << std::setw(8) << "-"
+                << std::setw(13) << "-" << "  (no rule mapped)\n";
     }
   }
   std::cout << "\nrules eval: " << named_files << "/" << covered_files
-            << " files of covered classes named, " << stats["negative"].error_level << "/"
+            << " files of covered classes named (" << root_files << " as a root cause, "
+            << first_files << " as the first failure), " << stats["negative"].error_level << "/"
             << stats["negative"].files << " negatives with an error-level finding, " << uncovered
             << " classes without a rule\n";
   for (const std::string& p : problems) std::cout << "  " << p << "\n";
