@@ -87,6 +87,7 @@ std::string AnchorName(const yaml_char_t* anchor) {
 struct Anchor {
   bool open = false;  // a collection not yet ended: an alias to it would be inside it
   size_t size = 1;    // nodes in it, aliases expanded
+  size_t number = 0;  // in the document, as Shape numbers anchors
   size_t defined_at = 0;  // the node count where it starts, which tells definitions apart
 };
 
@@ -96,9 +97,23 @@ struct OpenCollection {
   size_t nodes_before = 0;
 };
 
-// The structure of a stream, one character per parser event, in the order both parsers report
-// them: D/d a document starts/ends, [/] a sequence, {/} a mapping, s a scalar, * an alias.
-using Shape = std::string;
+// The structure of a stream as both parsers report it, one entry per parser event.
+// `events`: D/d a document starts/ends, [/] a sequence, {/} a mapping, s a scalar, * an alias.
+// `anchors`: for a node, the number of the anchor it defines (0 for none); for an alias, the
+// number of the anchor it names. Anchors are numbered 1, 2, ... in each document in the order
+// they are defined, a redefined name taking a new number, as yaml-cpp numbers them. Comparing
+// numbers and not only events catches the parses where the two disagree about which node an
+// alias names: yaml-cpp reads `&a [&a\rx, *a]` (lone CR) with the alias naming the list it is
+// in, a cycle that would send every loader walking the tree into endless recursion.
+struct Shape {
+  std::string events;
+  std::vector<size_t> anchors;
+
+  void Add(char event, size_t anchor = 0) {
+    events += event;
+    anchors.push_back(anchor);
+  }
+};
 
 // Checks `text` with libyaml and against the limits; returns its shape, or the first error.
 // Nodes are counted with every alias expanded: a loader that reads an aliased node reads all of
@@ -116,6 +131,7 @@ Result<Shape> Validate(std::string_view text, const std::string& file) {
   size_t nodes = 0;
   std::vector<OpenCollection> open;
   std::map<std::string, Anchor, std::less<>> anchors;  // latest definition of each name
+  size_t defined = 0;                                  // anchors defined in this document
   while (true) {
     Event e;
     if (!parser.Next(&e.event)) return SyntaxError(parser.parser(), text, file);
@@ -124,11 +140,12 @@ Result<Shape> Validate(std::string_view text, const std::string& file) {
       case YAML_STREAM_END_EVENT:
         return shape;
       case YAML_DOCUMENT_START_EVENT:
-        shape += 'D';
+        shape.Add('D');
         anchors.clear();  // anchors are per document
+        defined = 0;
         break;
       case YAML_DOCUMENT_END_EVENT:
-        shape += 'd';
+        shape.Add('d');
         break;
       case YAML_ALIAS_EVENT: {
         const std::string name = AnchorName(e.event.data.alias.anchor);
@@ -140,26 +157,32 @@ Result<Shape> Validate(std::string_view text, const std::string& file) {
           return AtMark(file, mark, "alias '*" + name + "' is inside the node it names");
         }
         nodes += it->second.size;
-        shape += '*';
+        shape.Add('*', it->second.number);
         break;
       }
-      case YAML_SCALAR_EVENT:
+      case YAML_SCALAR_EVENT: {
+        size_t number = 0;
         if (e.event.data.scalar.anchor != nullptr) {
-          anchors[AnchorName(e.event.data.scalar.anchor)] = Anchor{.defined_at = nodes};
+          number = ++defined;
+          anchors[AnchorName(e.event.data.scalar.anchor)] =
+              Anchor{.number = number, .defined_at = nodes};
         }
         ++nodes;
-        shape += 's';
+        shape.Add('s', number);
         break;
+      }
       case YAML_SEQUENCE_START_EVENT:
       case YAML_MAPPING_START_EVENT: {
         const bool sequence = e.event.type == YAML_SEQUENCE_START_EVENT;
         const yaml_char_t* anchor =
             sequence ? e.event.data.sequence_start.anchor : e.event.data.mapping_start.anchor;
-        shape += sequence ? '[' : '{';
         open.push_back(OpenCollection{AnchorName(anchor), nodes});
+        size_t number = 0;
         if (anchor != nullptr) {
-          anchors[open.back().anchor] = Anchor{.open = true, .defined_at = nodes};
+          number = ++defined;
+          anchors[open.back().anchor] = Anchor{.open = true, .number = number, .defined_at = nodes};
         }
+        shape.Add(sequence ? '[' : '{', number);
         if (open.size() > static_cast<size_t>(kMaxYamlDepth)) {
           return AtMark(file, mark,
                         "nested deeper than " + std::to_string(kMaxYamlDepth) + " levels");
@@ -169,7 +192,7 @@ Result<Shape> Validate(std::string_view text, const std::string& file) {
       }
       case YAML_SEQUENCE_END_EVENT:
       case YAML_MAPPING_END_EVENT:
-        shape += e.event.type == YAML_SEQUENCE_END_EVENT ? ']' : '}';
+        shape.Add(e.event.type == YAML_SEQUENCE_END_EVENT ? ']' : '}');
         if (!open.empty()) {
           const OpenCollection& ended = open.back();
           // Unless a node inside it took the name over, the name now means this whole
@@ -178,6 +201,7 @@ Result<Shape> Validate(std::string_view text, const std::string& file) {
             Anchor& latest = anchors[ended.anchor];
             if (latest.defined_at == ended.nodes_before) {
               latest = Anchor{.size = nodes - ended.nodes_before,
+                              .number = latest.number,
                               .defined_at = ended.nodes_before};
             }
           }
@@ -225,6 +249,7 @@ struct ShapeMismatch {
   YAML::Mark mark;
   char expected;
   char got;
+  bool anchor_differs = false;  // same event, but it defines or names another anchor
 };
 
 // Follows yaml-cpp's parse event by event against libyaml's shape. yaml-cpp's parser unwinds
@@ -237,34 +262,40 @@ class ShapeCheck : public YAML::EventHandler {
 
   void OnDocumentStart(const YAML::Mark& mark) override { Expect('D', mark); }
   void OnDocumentEnd() override { Expect('d', mark_); }
-  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { Expect('s', mark); }
-  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { Expect('*', mark); }
-  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
-                const std::string&) override {
-    Expect('s', mark);
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    Expect('s', mark, anchor);
   }
-  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    Expect('*', mark, anchor);
+  }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                const std::string&) override {
+    Expect('s', mark, anchor);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
                        YAML::EmitterStyle::value) override {
-    Expect('[', mark);
+    Expect('[', mark, anchor);
   }
   void OnSequenceEnd() override { Expect(']', mark_); }
-  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
                   YAML::EmitterStyle::value) override {
-    Expect('{', mark);
+    Expect('{', mark, anchor);
   }
   void OnMapEnd() override { Expect('}', mark_); }
 
   // After the last document: yaml-cpp must have reported everything libyaml did.
   void ExpectEnd() const {
-    if (next_ != shape_.size()) throw ShapeMismatch{mark_, shape_[next_], '\0'};
+    if (next_ != shape_.events.size()) throw ShapeMismatch{mark_, shape_.events[next_], '\0'};
   }
 
  private:
-  void Expect(char event, const YAML::Mark& mark) {
+  void Expect(char event, const YAML::Mark& mark, YAML::anchor_t anchor = YAML::NullAnchor) {
     mark_ = mark;
-    if (next_ >= shape_.size() || shape_[next_] != event) {
-      throw ShapeMismatch{mark, next_ < shape_.size() ? shape_[next_] : '\0', event};
+    if (next_ >= shape_.events.size() || shape_.events[next_] != event) {
+      throw ShapeMismatch{mark, next_ < shape_.events.size() ? shape_.events[next_] : '\0',
+                          event};
     }
+    if (shape_.anchors[next_] != anchor) throw ShapeMismatch{mark, event, event, true};
     ++next_;
   }
 
@@ -285,9 +316,14 @@ std::optional<Error> CheckYamlCppAgrees(std::string_view text, const Shape& shap
     }
     check.ExpectEnd();
   } catch (const ShapeMismatch& m) {
+    const std::string difference =
+        m.anchor_differs ? "the two disagree about which anchor " + KindOf(m.got) +
+                               " defines or names"
+                         : "libyaml finds " + KindOf(m.expected) + " where yaml-cpp finds " +
+                               KindOf(m.got);
     return At(file, LineOf(m.mark),
-              "yaml-cpp 0.7 reads this YAML differently from the YAML reference parser (libyaml "
-              "finds " + KindOf(m.expected) + " where yaml-cpp finds " + KindOf(m.got) +
+              "yaml-cpp 0.7 reads this YAML differently from the YAML reference parser (" +
+                  difference +
                   (m.mark.is_null() ? "" : ", column " + std::to_string(m.mark.column + 1)) +
                   "); quote the value or write it more plainly");
   } catch (const YAML::Exception& e) {

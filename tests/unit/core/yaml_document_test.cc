@@ -133,6 +133,24 @@ TEST(ParseYamlDocuments, AnchorsDoNotReachIntoTheNextDocument) {
   EXPECT_FALSE(ParseYamlDocuments("a: &x 1\n---\nb: *x\n", "in.yaml").ok());
 }
 
+// libyaml reads the lone CR as a line break, so `*a` names the scalar `x`; yaml-cpp 0.7 reads the
+// alias as naming the list it is in. Built, that list would contain itself and every loader
+// walking it would recurse until the stack ran out (found by the fuzzer).
+TEST(ParseYamlDocuments, AliasesTheParsersResolveDifferentlyAreAnError) {
+  Result<std::vector<YAML::Node>> docs = ParseYamlDocuments("&a [&a\rx, *a]", "in.yaml");
+  ASSERT_FALSE(docs.ok());
+  EXPECT_THAT(docs.errors()[0].message, HasSubstr("disagree about which anchor"));
+}
+
+TEST(ParseYamlDocuments, RedefinedAnchorsResolveToTheLatestDefinition) {
+  Result<std::vector<YAML::Node>> docs =
+      ParseYamlDocuments("a: &x 1\nb: &x [2, 3]\nc: *x\nd: &y {k: *x}\ne: *y\n", "in.yaml");
+  ASSERT_TRUE(docs.ok()) << docs.errors()[0].message;
+  const YAML::Node& doc = docs.value()[0];
+  EXPECT_EQ(2u, doc["c"].size());
+  EXPECT_EQ(3, doc["e"]["k"][1].as<int>());
+}
+
 TEST(ParseYamlDocuments, NestingIsBounded) {
   const std::string deep = std::string(kMaxYamlDepth + 1, '[') + std::string(kMaxYamlDepth + 1, ']');
   Result<std::vector<YAML::Node>> docs = ParseYamlDocuments(deep, "in.yaml");
