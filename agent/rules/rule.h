@@ -72,6 +72,9 @@ struct Rule {
   std::vector<LabelSpec> labels;
   int max_label_values = kDefaultMaxLabelValues;
   std::vector<std::string> resolved_by;
+  // The package whose version decides whether an occurrence is newer than a fix ("deepspeed"),
+  // normalised as PEP 503 names are (lower case, runs of -_. as one '-'); empty: none.
+  std::string version_of;
   std::string root_cause;
   std::string fix;
   std::string fix_command;

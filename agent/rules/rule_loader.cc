@@ -51,7 +51,8 @@ class RuleParser {
         "id",     "title",      "severity",         "category",    "tags",
         "match",  "context",    "labels",           "max_label_values",
         "resolved_by", "root_cause", "fix",        "fix_command", "references",
-        "examples", "class", "verify_command", "role", "consequence_of", "generic"};
+        "examples", "class", "verify_command", "role", "consequence_of", "generic",
+        "version_of"};
     CheckKeys(doc, kKeys, "");
 
     rule.id = RequiredString(doc, "id");
@@ -75,6 +76,13 @@ class RuleParser {
       rule.max_label_values = IntIn(n, "max_label_values", 1, kMaxLabelValuesLimit);
     }
     rule.resolved_by = Patterns(doc, "resolved_by", "resolved_by");
+    rule.version_of = OptionalString(doc, "version_of");
+    if (!rule.version_of.empty()) {
+      if (!RE2::FullMatch(rule.version_of, R"([A-Za-z0-9]([A-Za-z0-9._\-]*[A-Za-z0-9])?)")) {
+        Fail(doc["version_of"], "version_of", "must be a package name such as 'deepspeed'");
+      }
+      rule.version_of = NormalizePackageName(rule.version_of);
+    }
     rule.root_cause = RequiredString(doc, "root_cause");
     rule.fix = RequiredString(doc, "fix");
     rule.fix_command = OptionalString(doc, "fix_command");
@@ -370,10 +378,31 @@ class RuleParser {
 
 bool IsRuleFile(const fs::path& p) {
   const std::string ext = p.extension().string();
-  return ext == ".yaml" || ext == ".yml";
+  // *.versions.yaml beside the rules are data for learning package versions from lines
+  // (agent/alert/version_patterns.h), not rules.
+  return (ext == ".yaml" || ext == ".yml") && !IsVersionPatternFile(p.string());
 }
 
 }  // namespace
+
+std::string NormalizePackageName(std::string_view name) {
+  std::string out;
+  bool in_separator = false;
+  for (char c : name) {
+    if (c == '-' || c == '_' || c == '.') {
+      in_separator = true;
+      continue;
+    }
+    if (in_separator && !out.empty()) out.push_back('-');
+    in_separator = false;
+    out.push_back(c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c);
+  }
+  return out;
+}
+
+bool IsVersionPatternFile(std::string_view path) {
+  return path.ends_with(".versions.yaml") || path.ends_with(".versions.yml");
+}
 
 Result<std::vector<Rule>> ParseRules(std::string_view yaml, const std::string& file_name) {
   ErrorList errors;

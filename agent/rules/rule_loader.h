@@ -21,6 +21,13 @@ namespace faultline {
 // Loads every rule file under `paths` (files or folders).
 Result<std::vector<Rule>> LoadRules(const std::vector<std::string>& paths);
 
+// A package name as PEP 503 normalises it: lower case, each run of '-', '_', '.' one '-'
+// ("DeepSpeed" and "deep_speed" are "deepspeed" and "deep-speed").
+std::string NormalizePackageName(std::string_view name);
+
+// Whether `path` names a version-pattern file (*.versions.yaml), which rule loads skip.
+bool IsVersionPatternFile(std::string_view path);
+
 // Parses the rules in `yaml`, reporting errors against `file_name`.
 Result<std::vector<Rule>> ParseRules(std::string_view yaml, const std::string& file_name);
 

@@ -88,6 +88,27 @@ TEST(ParseRules, ClassVerifyCommandAndConsequences) {
   EXPECT_THAT(r.consequence_of, ::testing::ElementsAre("gpu.oom", "nccl.", "category:memory"));
 }
 
+TEST(ParseRules, VersionOfNamesAPackageNormalised) {
+  Result<std::vector<Rule>> rules = ParseRules(std::string(kValid) + "version_of: DeepSpeed\n", "r.yaml");
+  ASSERT_TRUE(rules.ok()) << FormatErrors(rules.errors());
+  EXPECT_EQ("deepspeed", rules.value()[0].version_of);
+  rules = ParseRules(std::string(kValid) + "version_of: 'deep speed!'\n", "r.yaml");
+  ASSERT_FALSE(rules.ok());
+  EXPECT_EQ("version_of", rules.errors()[0].key);
+}
+
+TEST(LoadRules, VersionPatternFilesBesideRulesAreNotRules) {
+  const std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) / "rules_with_versions";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "aio.yaml") << kValid;
+  std::ofstream(dir / "pip.versions.yaml") << "- id: x\n  match: '(?P<version>1)'\n  package: p\n";
+  Result<std::vector<Rule>> rules = LoadRules({dir.string()});
+  ASSERT_TRUE(rules.ok()) << FormatErrors(rules.errors());
+  EXPECT_THAT(rules.value(), SizeIs(1));
+  std::filesystem::remove_all(dir);
+}
+
 TEST(ParseRules, BadRoleAndConsequenceAreErrorsWithTheirKeys) {
   const std::string yaml = std::string(kValid) + "role: effect\nconsequence_of: ['Not An Id']\n";
   Result<std::vector<Rule>> rules = ParseRules(yaml, "r.yaml");
