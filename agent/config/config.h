@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace faultline {
@@ -40,6 +41,55 @@ struct FileSourceConfig {
   int rotate_wait_ms = 60000;        // a rotated-away file is read until quiet this long
 };
 
+// One receiver of alerts (`alerts.receivers[]`). Secrets (webhook secrets, a Slack URL, which is
+// itself a secret) may come from files so that the config can be shared.
+struct ReceiverConfig {
+  enum class Type { kSlack, kWebhook, kAlertmanager };
+  std::string name;  // unique; names the receiver in metrics, the outbox and `alert test`
+  Type type = Type::kWebhook;
+  // Where to POST. Alertmanager takes several (a cluster: each is sent every alert); the others
+  // one. An Alertmanager URL is its base (http://am:9093), /api/v2/alerts is added.
+  std::vector<std::string> urls;
+  // webhook: Standard Webhooks secrets (whsec_...), one or two (rotation); each signs.
+  std::vector<std::string> secrets;
+  // webhook: an optional secret for a GitHub-style X-Hub-Signature-256 header too.
+  std::string github_secret;
+  // Extra request headers ("Authorization: Bearer ..." for an Alertmanager behind a proxy).
+  std::vector<std::pair<std::string, std::string>> headers;
+  bool send_resolved = false;
+  std::string min_severity = "error";  // info | warning | error | critical
+  // Token bucket: messages per second and burst. 0: the type's default (Slack 1/s burst 3,
+  // others 10/s burst 20).
+  double rate_per_second = 0;
+  int burst = 0;
+  int connect_timeout_ms = 5000;
+  int timeout_ms = 15000;
+  int64_t give_up_after_ms = 24LL * 3600 * 1000;
+  int line = 0;  // where it was defined, for later errors
+};
+
+// A fix shipped in the config (`fixes:`), fleet-wide.
+struct FixConfig {
+  std::string signature;  // a signature or a rule id
+  std::string version;    // fixed in; empty: fixed now
+  std::string note;
+  std::string by;
+  int line = 0;
+};
+
+struct AlertsConfig {
+  bool enabled = false;  // the `alerts:` section is present
+  int64_t group_wait_ms = 10000;
+  int64_t quiet_for_ms = 24LL * 3600 * 1000;
+  int64_t repeat_interval_ms = 4LL * 3600 * 1000;
+  std::string min_severity = "error";
+  std::string host;  // names this agent in alerts; default: the host name
+  std::vector<ReceiverConfig> receivers;
+  // Package versions per source id, for streams that do not print them.
+  std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>>
+      source_versions;
+};
+
 struct Config {
   std::string file;  // the config file this was loaded from
 
@@ -50,6 +100,8 @@ struct Config {
 
   std::string http_address = "127.0.0.1";
   uint16_t http_port = 9464;
+  // The admin API's bearer token, from this file; empty: generated into the state folder.
+  std::string admin_token_file;
 
   std::string log_level = "info";  // trace | debug | info | warn | error
 
@@ -57,6 +109,9 @@ struct Config {
   std::size_t max_open_files = 0;
 
   std::vector<FileSourceConfig> file_sources;
+
+  AlertsConfig alerts;
+  std::vector<FixConfig> fixes;
 };
 
 }  // namespace faultline

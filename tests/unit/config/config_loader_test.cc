@@ -401,6 +401,73 @@ TEST_F(ConfigLoaderTest, DirectoryIsNotAConfigFile) {
   EXPECT_THAT(result.errors()[0].message, HasSubstr("is a directory"));
 }
 
+TEST_F(ConfigLoaderTest, AlertsReceiversAndFixes) {
+  std::ofstream(dir_ / "hook.secret") << "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\n";
+  const std::string path = Write(std::string(kMinimal) +
+                                 "http:\n"
+                                 "  admin_token_file: token\n"
+                                 "alerts:\n"
+                                 "  group_wait_ms: 0\n"
+                                 "  quiet_for_ms: 60000\n"
+                                 "  host: builder-3\n"
+                                 "  source_versions: {app: {deepspeed: 0.15.1}}\n"
+                                 "  receivers:\n"
+                                 "    - {name: hook, type: webhook, url: 'http://127.0.0.1:8080/hook',\n"
+                                 "       secret_files: [hook.secret], send_resolved: true}\n"
+                                 "    - name: am\n"
+                                 "      type: alertmanager\n"
+                                 "      urls: ['http://am1:9093', 'http://am2:9093']\n"
+                                 "    - {name: chat, type: slack, url: 'https://hooks.slack.com/x',\n"
+                                 "       rate_per_second: 0.5, burst: 2, min_severity: critical}\n"
+                                 "fixes:\n"
+                                 "  - {signature: deepspeed.async_io.windows_link, version: 0.15.0,\n"
+                                 "     note: skips aio, by: alice}\n");
+  Result<Config> result = LoadConfig(path);
+  ASSERT_TRUE(result.ok()) << FormatErrors(result.errors());
+  const Config& c = result.value();
+  EXPECT_EQ(In("token"), c.admin_token_file);
+  EXPECT_TRUE(c.alerts.enabled);
+  EXPECT_EQ(0, c.alerts.group_wait_ms);
+  EXPECT_EQ(60000, c.alerts.quiet_for_ms);
+  EXPECT_EQ("builder-3", c.alerts.host);
+  ASSERT_EQ(1u, c.alerts.source_versions.size());
+  EXPECT_EQ("app", c.alerts.source_versions[0].first);
+  EXPECT_THAT(c.alerts.source_versions[0].second, ElementsAre(Pair("deepspeed", "0.15.1")));
+  ASSERT_EQ(3u, c.alerts.receivers.size());
+  EXPECT_EQ(ReceiverConfig::Type::kWebhook, c.alerts.receivers[0].type);
+  EXPECT_EQ(std::vector<std::string>{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
+            c.alerts.receivers[0].secrets);
+  EXPECT_TRUE(c.alerts.receivers[0].send_resolved);
+  EXPECT_EQ(2u, c.alerts.receivers[1].urls.size());
+  EXPECT_EQ(0.5, c.alerts.receivers[2].rate_per_second);
+  EXPECT_EQ("critical", c.alerts.receivers[2].min_severity);
+  ASSERT_EQ(1u, c.fixes.size());
+  EXPECT_EQ("deepspeed.async_io.windows_link", c.fixes[0].signature);
+  EXPECT_EQ("0.15.0", c.fixes[0].version);
+}
+
+TEST_F(ConfigLoaderTest, BadReceiversAreReportedWithLineAndKey) {
+  const std::string path = Write(std::string(kMinimal) +
+                                 "alerts:\n"                                       // 5
+                                 "  receivers:\n"                                  // 6
+                                 "    - {name: a, type: pager, url: 'http://x'}\n"  // 7
+                                 "    - {name: b, type: webhook}\n"                  // 8
+                                 "    - {name: c, type: webhook, url: 'ftp://x'}\n"  // 9
+                                 "    - {name: d, type: webhook, url: 'http://x', secrets: [nope]}\n"
+                                 "    - {name: d, type: slack, urls: ['http://x', 'http://y']}\n"
+                                 "  group_wait_ms: -1\n"                            // 12
+                                 "fixes:\n"                                        // 13
+                                 "  - {version: 1.0}\n");                          // 14
+  Result<Config> result = LoadConfig(path);
+  ASSERT_FALSE(result.ok());
+  EXPECT_THAT(LinesAndKeys(result.errors()),
+              ElementsAre(Pair(7, "alerts.receivers[0].type"), Pair(8, "alerts.receivers[1].url"),
+                          Pair(9, "alerts.receivers[2].url"),
+                          Pair(10, "alerts.receivers[3].secrets"),
+                          Pair(11, "alerts.receivers[4].name"), Pair(12, "alerts.group_wait_ms"),
+                          Pair(14, "fixes[0].signature")));
+}
+
 // The config the README runs must stay loadable and mean what its comments say.
 TEST(ShippedConfigTest, DefaultConfigLoadsAndPointsIntoTheRepository) {
   const fs::path source_dir = FAULTLINE_SOURCE_DIR;
