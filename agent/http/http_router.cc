@@ -110,19 +110,32 @@ bool HostIsAllowed(std::string_view host, const HttpEndpoint& endpoint) {
 
 void HttpRouter::Add(HttpRoute route) {
   std::string path = route.path;
-  routes_[std::move(path)] = std::make_shared<const HttpRoute>(std::move(route));
+  auto& table = route.prefix ? prefix_routes_ : routes_;
+  table[std::move(path)] = std::make_shared<const HttpRoute>(std::move(route));
+}
+
+std::shared_ptr<const HttpRoute> HttpRouter::Find(const std::string& path) const {
+  if (const auto it = routes_.find(path); it != routes_.end()) return it->second;
+  std::shared_ptr<const HttpRoute> best;
+  for (const auto& [prefix, route] : prefix_routes_) {
+    if (path.size() > prefix.size() && path.starts_with(prefix) &&
+        (best == nullptr || prefix.size() > best->path.size())) {
+      best = route;
+    }
+  }
+  return best;
 }
 
 std::shared_ptr<const HttpRoute> HttpRouter::Admit(std::optional<HttpMethod> method,
                                                    const HttpRequest& request, bool body_follows,
                                                    const HttpEndpoint& endpoint,
                                                    HttpResponse* refusal) const {
-  const auto it = routes_.find(request.path);
-  if (it == routes_.end()) {
+  const std::shared_ptr<const HttpRoute> found = Find(request.path);
+  if (found == nullptr) {
     *refusal = Plain(404, "not found\n");
     return nullptr;
   }
-  const HttpRoute& route = *it->second;
+  const HttpRoute& route = *found;
   if (!method.has_value() || !Takes(route, *method)) {
     *refusal = Plain(405, "method not allowed\n");
     refusal->headers.emplace_back("Allow", AllowValue(route.methods));
@@ -151,7 +164,7 @@ std::shared_ptr<const HttpRoute> HttpRouter::Admit(std::optional<HttpMethod> met
     *refusal = Plain(413, "request bodies are accepted only with POST\n");
     return nullptr;
   }
-  return it->second;
+  return found;
 }
 
 HttpResponse HttpRouter::Respond(const HttpRoute& route, const HttpRequest& request) {

@@ -32,7 +32,10 @@ namespace faultline {
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 
 struct HttpRoute {
-  std::string path;  // exact, e.g. "/metrics"
+  std::string path;  // exact, e.g. "/metrics"; with `prefix`, ends in '/'
+  // Takes every path that starts with `path` and has more after it ("/api/v1/signatures/" for
+  // "/api/v1/signatures/{id}/fix"), when no exact route takes it; the longest prefix wins.
+  bool prefix = false;
   std::vector<HttpMethod> methods = {HttpMethod::kGet};
   // Admin routes change or reveal the agent's state: they check the Host header (see above).
   bool admin = false;
@@ -65,8 +68,12 @@ class HttpRouter {
   static HttpResponse Respond(const HttpRoute& route, const HttpRequest& request);
 
  private:
+  // The route for `path`: the exact one, else the longest prefix route under which it falls.
+  std::shared_ptr<const HttpRoute> Find(const std::string& path) const;
+
   // Shared so a request admitted before a route is replaced still finishes on the old route.
   std::map<std::string, std::shared_ptr<const HttpRoute>, std::less<>> routes_;
+  std::map<std::string, std::shared_ptr<const HttpRoute>, std::less<>> prefix_routes_;
 };
 
 // Whether `a` equals `b`, in time that depends on the length of `b` only, not on the position of

@@ -52,7 +52,10 @@ void StreamPipeline::Feed(std::string_view bytes) {
 
 void StreamPipeline::Drain() {
   if (batch_.empty()) return;
+  const uint64_t first_line = matcher_.lines_seen() + 1;
+  if (observer_ != nullptr) observer_->OnBatch(batch_, first_line, /*matched=*/false);
   matcher_.Process(batch_, *scratch_);
+  if (observer_ != nullptr) observer_->OnBatch(batch_, first_line, /*matched=*/true);
   batch_.Clear();
 }
 

@@ -25,6 +25,15 @@ struct StreamResume {
   uint64_t lines_before = 0;
 };
 
+// Sees every batch of a stream just before it is matched and again just after (the alert
+// lifecycle learns package versions from the lines, and the lines after a hit). `first_line` is
+// the 1-based number of the batch's first line. Runs on the pipeline's thread; must not throw.
+class BatchObserver {
+ public:
+  virtual ~BatchObserver() = default;
+  virtual void OnBatch(const LineBatch& batch, uint64_t first_line, bool matched) = 0;
+};
+
 class StreamPipeline {
  public:
   // Large enough to amortise a scan call, small enough that the batch stays in L2 cache while
@@ -50,6 +59,9 @@ class StreamPipeline {
   // The stream's positions now (stream_state.h); source id and name from the origin.
   StreamState State() const;
 
+  // `observer` (null: none) must outlive the pipeline.
+  void set_observer(BatchObserver* observer) { observer_ = observer; }
+
   uint64_t lines() const { return matcher_.lines_seen() + batch_.size(); }
   uint64_t truncated_lines() const { return framer_.truncated_lines(); }
   bool has_pending() const { return matcher_.has_pending() || !batch_.empty(); }
@@ -60,6 +72,7 @@ class StreamPipeline {
   StreamMatcher matcher_;
   MatchScratch* const scratch_;
   const StreamOrigin* const origin_;
+  BatchObserver* observer_ = nullptr;
 };
 
 }  // namespace faultline

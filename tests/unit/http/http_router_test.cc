@@ -95,5 +95,31 @@ TEST(HttpRouter, AdmitsInTheDocumentedOrder) {
   EXPECT_EQ(404u, refusal.status);
 }
 
+TEST(HttpRouter, PrefixRoutesTakeWhatIsUnderThemLongestFirst) {
+  HttpRouter router;
+  const auto named = [](const char* name) {
+    return [name](const HttpRequest&) { return HttpResponse{200, "text/plain", name}; };
+  };
+  router.Add({.path = "/api/v1/signatures", .handler = named("list")});
+  router.Add({.path = "/api/v1/", .prefix = true, .handler = named("api")});
+  router.Add({.path = "/api/v1/signatures/", .prefix = true, .methods = {HttpMethod::kPost},
+              .handler = named("action")});
+  const HttpEndpoint endpoint{"127.0.0.1", "127.0.0.1", 9464};
+  HttpResponse refusal;
+  const auto route = [&](const char* path, HttpMethod method) -> std::string {
+    HttpRequest request;
+    request.path = path;
+    request.headers = {{"Host", "localhost"}};
+    const auto r = router.Admit(method, request, false, endpoint, &refusal);
+    return r == nullptr ? std::to_string(refusal.status) : HttpRouter::Respond(*r, request).body;
+  };
+  EXPECT_EQ("list", route("/api/v1/signatures", HttpMethod::kGet));
+  EXPECT_EQ("action", route("/api/v1/signatures/a.b%7Bx%3D1%7D/fix", HttpMethod::kPost));
+  EXPECT_EQ("405", route("/api/v1/signatures/a.b/fix", HttpMethod::kGet));
+  EXPECT_EQ("api", route("/api/v1/other", HttpMethod::kGet));
+  EXPECT_EQ("404", route("/api/v1", HttpMethod::kGet)) << "a prefix needs something after it";
+  EXPECT_EQ("404", route("/api/v2/x", HttpMethod::kGet));
+}
+
 }  // namespace
 }  // namespace faultline
