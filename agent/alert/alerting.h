@@ -1,0 +1,213 @@
+// Alerting: the alert side of the agent (DESIGN.md section 5): it takes the owned events of
+// findings and the batches of every stream, keeps the signature lifecycle, and turns its events
+// into notifications that it delivers, durably, to the configured receivers.
+//
+//   findings ──▶ SignatureTracker ──events──▶ items (redacted) ──route──▶ group_wait per
+//   (receiver, run) ──▶ Outbox (durable, per target) ──▶ HttpDelivery thread ──results──▶ Outbox
+//
+// - Versions: every batch passes the LineWatcher before it is matched, so a stream's package
+//   versions (and its rules' resolved_by lines, which record a fix) are known for the failures in
+//   the same batch; a failure uses the version its stream reported last before its line, else
+//   the source's configured version (alerts.source_versions).
+// - Context after the hit: batches are seen again after matching, and the items still waiting
+//   in group_wait take the next lines of their stream (up to three).
+// - Grouping: items for one receiver from one run (stream) within group_wait_ms go as one
+//   notification; another occurrence of a signature already waiting only updates its counts, so
+//   10,000 identical lines are one message that says 10,000. group_wait_ms 0 still groups what
+//   one read brought (the flush runs after the batch).
+// - Routing: a receiver takes an item by its kind and severity (Receiver::Takes); muted items go
+//   nowhere (the tracker counts them); `resolved` only to receivers that opt in.
+// - Delivery: see outbox.h and http_delivery.h. A receiver found gone (404 no_service, 410) is
+//   disabled and every other receiver gets a receiver_disabled meta-alert.
+// - Metrics in the agent's registry: faultline_alert_events_total{kind},
+//   faultline_notifications_total{receiver,kind,result}, faultline_notifications_coalesced_total,
+//   faultline_notification_queue_depth, faultline_receiver_disabled,
+//   faultline_last_successful_notification_timestamp_seconds (all {receiver}) and
+//   faultline_signature_occurrences_total{signature,state,reason}. Signature ids are the only
+//   free-form label values, and they are bounded (SignatureLabels).
+//
+// Persistence: the tracker and the outbox report what changed (tracker(), outbox()); the state
+// participant (alert_state.h) writes it with each checkpoint and calls OnCommitted, after which
+// new outbox entries may be sent. Without a store (store_backed false: `alert test`, or no
+// state.dir) entries are sent at once.
+//
+// Time: Unix milliseconds from the clock given to Create. Not thread-safe: everything runs on the
+// io_context's one thread, the delivery thread posts its results there. Create fails, with file,
+// line and key, only at load time (a bad versions file or receiver). Nothing throws after.
+#ifndef FAULTLINE_ALERT_ALERTING_H_
+#define FAULTLINE_ALERT_ALERTING_H_
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "agent/alert/http_delivery.h"
+#include "agent/alert/line_watcher.h"
+#include "agent/alert/outbox.h"
+#include "agent/alert/receiver.h"
+#include "agent/alert/signature_tracker.h"
+#include "agent/config/config.h"
+#include "agent/core/asio.h"
+#include "agent/core/result.h"
+#include "agent/framing/line_batch.h"
+#include "agent/rules/finding_event.h"
+#include "agent/rules/rule.h"
+
+namespace faultline {
+
+class Alerting {
+ public:
+  using Clock = std::function<int64_t()>;  // Unix milliseconds
+  static int64_t SystemNowMs();
+
+  // `rules` and `registry` must outlive the object.
+  static Result<std::unique_ptr<Alerting>> Create(asio::io_context& io, const Config& config,
+                                                  const std::vector<Rule>& rules,
+                                                  prometheus::Registry& registry,
+                                                  bool store_backed, Clock clock = SystemNowMs);
+  ~Alerting();
+  Alerting(const Alerting&) = delete;
+  Alerting& operator=(const Alerting&) = delete;
+
+  // Applies the config's `fixes:` and starts the timers and the delivery thread.
+  void Start();
+  // Stops timers and delivery; what is queued stays in the outbox for the next start.
+  void Stop();
+
+  // One finding of a stream (after metrics counted it).
+  void OnFinding(const FindingEvent& event);
+  // Every batch of a stream, before (`matched` false) and after it was matched.
+  void OnBatch(uint64_t stream_id, const std::string& source_id, const LineBatch& batch,
+               uint64_t first_line, bool matched);
+
+  // The admin operations (CLI and API). `selector` is a signature or a rule id.
+  struct FixRequest {
+    std::string selector;
+    std::string version;  // fixed in; empty: fixed in the next version / now
+    std::string note;
+    std::string by;
+    FixOrigin origin = FixOrigin::kApi;
+  };
+  Result<FixRecord> Fix(const FixRequest& request);
+  std::size_t Unfix(const std::string& selector);
+  // Mutes for `duration_ms` (at most 30 days); false when `selector` names no known signature.
+  bool Mute(const std::string& selector, int64_t duration_ms, const std::string& reason,
+            const std::string& by);
+  std::size_t Unmute(const std::string& selector);
+
+  // A notification marked test through routing, rendering, signing, rate limiting and retry, to
+  // every target of `receiver`, about `signature` (a rule id or a signature; empty: a sample).
+  // Writes no lifecycle state. `done` runs once per target with the final result.
+  using TestDone = std::function<void(const std::string& target, const RetryDecision& decision,
+                                      const DeliveryOutcome& last)>;
+  Result<std::vector<std::string>> Test(const std::string& receiver, const std::string& signature,
+                                        TestDone done);
+
+  // JSON for GET /api/v1/signatures and `faultline signatures`.
+  std::string SignaturesJson() const;
+  // JSON of every target's delivery state.
+  std::string ReceiversJson() const;
+
+  // Persistence (alert_state.h).
+  SignatureTracker& tracker() { return tracker_; }
+  Outbox& outbox() { return *outbox_; }
+  // The checkpoint holding these outbox entries committed: they may go out.
+  void OnCommitted(const std::vector<int64_t>& outbox_seqs);
+  // Something waits for a checkpoint before it can be sent (to ask the store for one soon).
+  bool WaitsForCheckpoint() const { return waiting_for_store_; }
+  // Called when the outbox has entries that are not durable yet.
+  void SetCheckpointRequest(std::function<void()> request) { request_checkpoint_ = std::move(request); }
+
+ private:
+  Alerting(asio::io_context& io, const Config& config, const std::vector<Rule>& rules,
+           prometheus::Registry& registry, bool store_backed, Clock clock,
+           std::vector<Receiver> receivers, std::unique_ptr<LineWatcher> watcher);
+
+  struct StreamInfo {
+    std::string source_id;
+    // Per package: (line, version), oldest first, a few kept.
+    std::map<std::string, std::deque<std::pair<uint64_t, std::string>>> versions;
+  };
+  struct Waiting {
+    uint64_t stream_id = 0;
+    uint64_t hit_line = 0;
+  };
+  // Items for one target from one run, waiting out group_wait.
+  struct Group {
+    std::string target;
+    int64_t due_ms = 0;
+    std::vector<AlertItem> items;
+    std::vector<Waiting> where;  // per item
+  };
+
+  std::string VersionAt(uint64_t stream_id, const std::string& source_id,
+                        const std::string& package, uint64_t line) const;
+  void Raise(const std::vector<LifecycleEvent>& events, const FindingEvent* event, int64_t now);
+  AlertItem MakeItem(const LifecycleEvent& e, const FindingEvent* event, int64_t now) const;
+  void Route(const AlertItem& item, const std::string& group_key, uint64_t stream_id,
+             uint64_t hit_line, bool group);
+  void UpdateWaitingCounts(const std::string& signature);
+  void ScheduleFlush();
+  void FlushDue(bool all);
+  void Enqueue(const std::string& target, Notification n);
+  void Dispatch();
+  void ArmDispatchTimer();
+  void OnDelivered(int64_t seq, DeliveryOutcome outcome);
+  void ReportDisabled(const std::string& target, const std::string& reason);
+  void Tick();
+  std::string NewId(std::string_view prefix) const;
+  const Rule* RuleOf(const std::string& rule_id) const;
+  void CountOccurrence(const FindingEvent& event, FixJudgement judgement, int64_t now);
+  void UpdateGauges();
+
+  asio::io_context& io_;
+  const Config& config_;
+  const Clock clock_;
+  const bool store_backed_;
+  const std::string host_;
+  std::map<std::string, const Rule*, std::less<>> rules_;
+  std::vector<Receiver> receivers_;  // one per target
+  std::unique_ptr<LineWatcher> watcher_;
+  SignatureTracker tracker_;
+  std::unique_ptr<Outbox> outbox_;
+  std::unique_ptr<HttpDelivery> delivery_;
+  // Held by posted delivery results: they do nothing once this object is gone.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+
+  std::map<uint64_t, StreamInfo> streams_;
+  std::map<std::string, Group> groups_;  // by target + '\n' + run
+  std::map<std::string, TestDone> tests_;  // by notification id
+  std::map<int64_t, std::string> test_entries_;  // outbox seq -> notification id
+  asio::steady_timer group_timer_;
+  asio::steady_timer dispatch_timer_;
+  asio::steady_timer tick_timer_;
+  bool flush_posted_ = false;
+  bool running_ = false;
+  bool waiting_for_store_ = false;
+  std::function<void()> request_checkpoint_;
+  mutable uint64_t id_counter_ = 0;
+  std::mt19937_64 random_;
+
+  prometheus::Family<prometheus::Counter>* events_total_;
+  prometheus::Family<prometheus::Counter>* notifications_total_;
+  prometheus::Family<prometheus::Counter>* coalesced_total_;
+  prometheus::Family<prometheus::Gauge>* queue_depth_;
+  prometheus::Family<prometheus::Gauge>* receiver_disabled_;
+  prometheus::Family<prometheus::Gauge>* last_success_;
+  prometheus::Family<prometheus::Counter>* occurrences_total_;
+};
+
+}  // namespace faultline
+
+#endif  // FAULTLINE_ALERT_ALERTING_H_

@@ -1,0 +1,61 @@
+#include "agent/alert/webhook_signing.h"
+
+#include <gtest/gtest.h>
+
+namespace faultline {
+namespace {
+
+TEST(WebhookSigningTest, StandardWebhooksSpecVector) {
+  // standard-webhooks libraries/python/tests/test_webhooks.py (alerting.md section 6.2).
+  std::string why;
+  const auto key = ParseWebhookSecret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", &why);
+  ASSERT_TRUE(key.has_value()) << why;
+  EXPECT_EQ("v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=",
+            StandardWebhookSignature(*key, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330,
+                                     R"({"test": 2432232314})"));
+}
+
+TEST(WebhookSigningTest, TheSecretPrefixIsOptional) {
+  std::string why;
+  EXPECT_EQ(ParseWebhookSecret("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", &why),
+            ParseWebhookSecret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", &why));
+}
+
+TEST(WebhookSigningTest, TwoSecretsDuringRotationGiveTwoEntries) {
+  std::string why;
+  const std::string old_key = *ParseWebhookSecret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", &why);
+  const std::string new_key = *ParseWebhookSecret(
+      "whsec_" + Base64Encode("0123456789abcdef0123456789abcdef"), &why);
+  const std::string header = StandardWebhookSignatureHeader(
+      {old_key, new_key}, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, R"({"test": 2432232314})");
+  EXPECT_EQ("v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE= " +
+                StandardWebhookSignature(new_key, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330,
+                                         R"({"test": 2432232314})"),
+            header);
+  EXPECT_NE(header.find(' '), std::string::npos);
+}
+
+TEST(WebhookSigningTest, SecretsThatDoNotDecodeOrAreTooShortAreRefused) {
+  std::string why;
+  EXPECT_FALSE(ParseWebhookSecret("whsec_not base64!", &why).has_value());
+  EXPECT_NE(why.find("base64"), std::string::npos);
+  EXPECT_FALSE(ParseWebhookSecret("whsec_" + Base64Encode("short"), &why).has_value());
+  EXPECT_NE(why.find("24..64"), std::string::npos);
+}
+
+TEST(WebhookSigningTest, GithubVector) {
+  // docs.github.com "Validating webhook deliveries" (alerting.md section 6.1).
+  EXPECT_EQ("sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17",
+            GithubSignature256("It's a Secret to Everybody", "Hello, World!"));
+}
+
+TEST(WebhookSigningTest, Base64RoundTripsEveryLength) {
+  std::string bytes;
+  for (int n = 0; n < 40; ++n) {
+    EXPECT_EQ(bytes, Base64Decode(Base64Encode(bytes)).value_or("<failed>")) << n;
+    bytes.push_back(static_cast<char>(n * 37));
+  }
+}
+
+}  // namespace
+}  // namespace faultline
