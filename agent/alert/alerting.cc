@@ -535,6 +535,8 @@ void Alerting::OnDelivered(int64_t seq, DeliveryOutcome outcome) {
       .Increment();
   switch (d.action) {
     case RetryDecision::Action::kDone:
+      // Forget it in the store soon: a crash before that sends it once more (same webhook-id).
+      if (store_backed_ && request_checkpoint_) request_checkpoint_();
       last_success_->Add({{"receiver", target}}).Set(static_cast<double>(now) / 1000);
       if (!notification.test) {
         for (const AlertItem& item : notification.items) {
@@ -604,7 +606,10 @@ void Alerting::UpdateGauges() {
   for (const auto& [name, status] : outbox_->targets()) {
     queue_depth_->Add({{"receiver", name}}).Set(static_cast<double>(status.queued));
     receiver_disabled_->Add({{"receiver", name}}).Set(status.disabled ? 1 : 0);
-    coalesced_total_->Add({{"receiver", name}});
+    prometheus::Counter& coalesced = coalesced_total_->Add({{"receiver", name}});
+    if (static_cast<double>(status.coalesced) > coalesced.Value()) {
+      coalesced.Increment(static_cast<double>(status.coalesced) - coalesced.Value());
+    }
     if (status.last_success_ms != 0) {
       last_success_->Add({{"receiver", name}}).Set(static_cast<double>(status.last_success_ms) / 1000);
     }

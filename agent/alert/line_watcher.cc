@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "agent/core/yaml_document.h"
 #include "agent/rules/pattern_syntax.h"
@@ -158,14 +156,12 @@ Result<std::vector<VersionPattern>> LoadVersionPatterns(const std::vector<std::s
   ErrorList errors;
   std::vector<VersionPattern> out;
   for (const std::string& file : files) {
-    std::ifstream in(file, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    if (!in && !in.eof()) {
-      errors.push_back(Error{file, 0, "", "", "cannot read file"});
+    Result<std::string> text = ReadYamlFile(file, "versions file");
+    if (!text.ok()) {
+      errors.insert(errors.end(), text.errors().begin(), text.errors().end());
       continue;
     }
-    Result<std::vector<VersionPattern>> parsed = ParseVersionPatterns(text.str(), file);
+    Result<std::vector<VersionPattern>> parsed = ParseVersionPatterns(text.value(), file);
     if (!parsed.ok()) {
       errors.insert(errors.end(), parsed.errors().begin(), parsed.errors().end());
       continue;

@@ -7,6 +7,7 @@
 
 #include <csignal>
 
+#include "agent/app/alert_routes.h"
 #include "agent/app/findings_json.h"
 #include "agent/framing/utf8.h"
 #include "agent/match/stream_pipeline.h"
@@ -28,16 +29,30 @@ class Agent::MetricsSink : public FindingSink {
   Metrics& metrics_;
 };
 
-// One stream of any source: its pipeline and the counters of its source.
-class Agent::MatchedStream : public StreamConsumer {
+// Hands the owned events of findings to the alert lifecycle.
+class Agent::AlertSink : public FindingEventSink {
+ public:
+  explicit AlertSink(Alerting& alerting) : alerting_(alerting) {}
+  void OnEvent(const FindingEvent& event) override { alerting_.OnFinding(event); }
+
+ private:
+  Alerting& alerting_;
+};
+
+// One stream of any source: its pipeline and the counters of its source. With alerts, its
+// batches are shown to the alert lifecycle too (package versions, lines after a hit).
+class Agent::MatchedStream : public StreamConsumer, private BatchObserver {
  public:
   MatchedStream(StreamOrigin origin, const std::shared_ptr<const RuleSet>& rules, FindingSink* sink,
              MatchScratch* scratch, size_t max_line_bytes, Metrics& metrics,
-             Metrics::SourceCounters counters)
+             Metrics::SourceCounters counters, Alerting* alerting)
       : origin_(std::move(origin)),
         pipeline_(rules, sink, scratch, max_line_bytes, &origin_),
         metrics_(metrics),
-        counters_(counters) {}
+        counters_(counters),
+        alerting_(alerting) {
+    if (alerting_ != nullptr) pipeline_.set_observer(this);
+  }
 
   void OnBytes(std::string_view bytes) override {
     counters_.bytes->Increment(static_cast<double>(bytes.size()));
@@ -63,10 +78,15 @@ class Agent::MatchedStream : public StreamConsumer {
     counted_truncated_ = truncated;
   }
 
+  void OnBatch(const LineBatch& batch, uint64_t first_line, bool matched) override {
+    alerting_->OnBatch(origin_.stream_id, origin_.source_id, batch, first_line, matched);
+  }
+
   const StreamOrigin origin_;
   StreamPipeline pipeline_;
   Metrics& metrics_;
   const Metrics::SourceCounters counters_;
+  Alerting* const alerting_;
   uint64_t counted_lines_ = 0;
   uint64_t counted_truncated_ = 0;
 };
@@ -107,8 +127,30 @@ Agent::Agent(Config config, std::shared_ptr<const RuleSet> rules)
 
 Agent::~Agent() = default;
 
+bool Agent::StartAlerting(std::string* error) {
+  if (!config_.alerts.enabled) return true;
+  Result<std::unique_ptr<Alerting>> alerting = Alerting::Create(
+      io_, config_, rules_->rules(), metrics_.registry(), /*store_backed=*/false);
+  if (!alerting.ok()) {
+    *error = FormatErrors(alerting.errors());
+    return false;
+  }
+  alerting_ = std::move(alerting).value();
+  alert_sink_ = std::make_unique<AlertSink>(*alerting_);
+  events_.Add(alert_sink_.get());
+  Result<std::string> token = AdminToken(config_, /*create=*/true);
+  if (!token.ok()) {
+    *error = FormatErrors(token.errors());
+    return false;
+  }
+  AddAlertRoutes(http_, *alerting_, token.value());
+  alerting_->Start();
+  return true;
+}
+
 bool Agent::Start(std::string* error) {
   AddRoutes();
+  if (!StartAlerting(error)) return false;
   if (!http_.Listen(config_.http_address, config_.http_port, error)) return false;
   spdlog::info("serving /metrics on http://{}:{}/metrics", config_.http_address, http_.port());
 
@@ -122,7 +164,8 @@ bool Agent::Start(std::string* error) {
             return [this, counters, source_id](const std::string& name) {
               return std::make_unique<MatchedStream>(StreamOrigin{source_id, ++streams_started_, name},
                                                   rules_, &findings_, &scratch_,
-                                                  config_.max_line_bytes, metrics_, counters);
+                                                  config_.max_line_bytes, metrics_, counters,
+                                                  alerting_.get());
             };
           },
       .descriptors = std::make_shared<DescriptorBudget>(
@@ -196,6 +239,7 @@ void Agent::Stop() {
   boost::system::error_code ignored;
   signals_.cancel(ignored);
   for (auto& source : sources_) source->Stop();
+  if (alerting_ != nullptr) alerting_->Stop();
   http_.Stop();
 }
 

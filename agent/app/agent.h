@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/alert/alerting.h"
 #include "agent/config/config.h"
 #include "agent/core/asio.h"
 #include "agent/http/http_server.h"
@@ -40,9 +41,12 @@ class Agent {
  private:
   class MetricsSink;
   class MatchedStream;
+  class AlertSink;
 
   void AddRoutes();
   void WaitForSignal();
+  // Builds the alert side when the config has `alerts:` (load-time errors in *error).
+  bool StartAlerting(std::string* error);
   // Why the agent is not ready to do its job; empty when it is (/readyz).
   std::string NotReadyReason() const;
 
@@ -60,6 +64,9 @@ class Agent {
   bool sources_started_ = false;
   MatchScratch scratch_;
   HttpServer http_;
+  // Null unless the config has `alerts:`.
+  std::unique_ptr<Alerting> alerting_;
+  std::unique_ptr<AlertSink> alert_sink_;
   std::vector<std::unique_ptr<Source>> sources_;
 };
 

@@ -27,6 +27,10 @@ Commands:
   run -c CONFIG           watch logs as they are written; serve /metrics and /healthz
   check -c CONFIG         validate a config and its rules, reporting every error
   rules list|test|eval    list the rule pack, run its examples, evaluate it on a log corpus
+  signatures -c CONFIG    the running agent's signatures: state, counts, versions, last hit
+  fix SIGNATURE -c CONFIG mark a signature fixed (--version V --note T); unfix removes it
+  mute SIGNATURE -c CONFIG  stop its notifications --for 8h --reason R; unmute ends it
+  alert test --receiver NAME -c CONFIG   send a [TEST] notification through the whole pipeline
 
 Every command takes --help. faultline --version prints the version.
 )";
@@ -84,8 +88,9 @@ int RunCli(const Args& args) {
     std::cout << kUsage;
     return kExitOk;
   }
+  // `fix --version V` takes a value; elsewhere --version asks for ours.
   const bool wants_version =
-      std::find(args.begin(), args.end(), std::string("--version")) != args.end();
+      command != "fix" && std::find(args.begin(), args.end(), std::string("--version")) != args.end();
   if (command == "--version" || command == "version" || wants_version) {
     std::cout << "faultline " << kVersion << "\n";
     return kExitOk;
@@ -94,6 +99,12 @@ int RunCli(const Args& args) {
   if (command == "rules") return RulesCommand(rest);
   if (command == "check") return CheckCommand(rest);
   if (command == "run") return RunCommand(rest);
+  if (command == "fix") return FixCommand(rest);
+  if (command == "unfix") return UnfixCommand(rest);
+  if (command == "mute") return MuteCommand(rest);
+  if (command == "unmute") return UnmuteCommand(rest);
+  if (command == "signatures") return SignaturesCommand(rest);
+  if (command == "alert") return AlertCommand(rest);
   std::cerr << "faultline: unknown command '" << command << "'\n\n" << kUsage;
   return kExitUsage;
 }

@@ -29,6 +29,12 @@ int ScanCommand(const Args& args);
 int RulesCommand(const Args& args);
 int CheckCommand(const Args& args);
 int RunCommand(const Args& args);
+int FixCommand(const Args& args);
+int UnfixCommand(const Args& args);
+int MuteCommand(const Args& args);
+int UnmuteCommand(const Args& args);
+int SignaturesCommand(const Args& args);
+int AlertCommand(const Args& args);
 
 // Where the bundled rule pack is when no --rules is given: $FAULTLINE_RULES, else `rules/` next to
 // the source tree the binary was built in, else <prefix>/share/faultline/rules, else ./rules.

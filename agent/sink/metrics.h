@@ -76,6 +76,9 @@ class Metrics {
   // smaller total changes nothing.
   void CountMatchErrors(const MatchErrors& totals);
 
+  // For the families other stages register (the alert lifecycle's); serialised with these.
+  prometheus::Registry& registry() { return *registry_; }
+
   // The Prometheus text exposition format (version 0.0.4) of every family.
   std::string Serialize() const;
 

@@ -1,0 +1,249 @@
+#include "agent/app/alert_routes.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "agent/alert/webhook_signing.h"
+
+namespace faultline {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kSignaturesPrefix[] = "/api/v1/signatures/";
+constexpr char kReceiversPrefix[] = "/api/v1/receivers/";
+
+HttpResponse Json(unsigned status, const json& body) {
+  return HttpResponse{status, "application/json", body.dump(2, ' ', false,
+                                                            json::error_handler_t::replace) + "\n"};
+}
+
+HttpResponse JsonError(unsigned status, const std::string& message) {
+  return Json(status, json{{"error", message}});
+}
+
+// The body as a JSON object; an empty body is {}.
+std::optional<json> BodyObject(const HttpRequest& request, std::string* why) {
+  if (request.body.empty()) return json::object();
+  json body = json::parse(request.body, nullptr, /*allow_exceptions=*/false);
+  if (!body.is_object()) {
+    *why = "the body must be a JSON object";
+    return std::nullopt;
+  }
+  return body;
+}
+
+std::string StringField(const json& body, const char* key) {
+  const auto it = body.find(key);
+  return it != body.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+// "/api/v1/signatures/<id>/<action>" -> id, action.
+bool SplitAction(const std::string& path, std::string_view prefix, std::string* id,
+                 std::string* action) {
+  const std::string_view rest = std::string_view(path).substr(prefix.size());
+  const std::size_t slash = rest.rfind('/');
+  if (slash == std::string_view::npos || slash == 0 || slash + 1 == rest.size()) return false;
+  *id = PercentDecode(rest.substr(0, slash));
+  *action = std::string(rest.substr(slash + 1));
+  return true;
+}
+
+HttpResponse SignatureAction(Alerting& alerting, const HttpRequest& request) {
+  std::string id;
+  std::string action;
+  if (!SplitAction(request.path, kSignaturesPrefix, &id, &action)) {
+    return JsonError(404, "expected /api/v1/signatures/{id}/fix|unfix|mute|unmute");
+  }
+  std::string why;
+  const std::optional<json> body = BodyObject(request, &why);
+  if (!body) return JsonError(400, why);
+  if (action == "fix") {
+    Alerting::FixRequest fix;
+    fix.selector = id;
+    fix.version = StringField(*body, "version");
+    fix.note = StringField(*body, "note");
+    fix.by = StringField(*body, "by");
+    fix.origin = StringField(*body, "origin") == "cli" ? FixOrigin::kCli : FixOrigin::kApi;
+    Result<FixRecord> stored = alerting.Fix(fix);
+    if (!stored.ok()) {
+      const Error& e = stored.errors().front();
+      return JsonError(e.key == "signature" ? 404 : 400, e.message);
+    }
+    const FixRecord& f = stored.value();
+    return Json(200, json{{"fixed", id},
+                          {"id", f.id},
+                          {"fixed_in", f.fixed_in},
+                          {"after_version", f.after_version},
+                          {"fixed_at", FormatTimestampMs(f.fixed_at_ms)},
+                          {"note", f.note},
+                          {"by", f.by}});
+  }
+  if (action == "unfix") {
+    const std::size_t n = alerting.Unfix(id);
+    if (n == 0) return JsonError(404, "no fix is recorded for '" + id + "'");
+    return Json(200, json{{"unfixed", id}, {"fixes_removed", n}});
+  }
+  if (action == "mute") {
+    std::optional<int64_t> duration;
+    if (const auto it = body->find("duration_ms"); it != body->end() && it->is_number_integer()) {
+      duration = it->get<int64_t>();
+    } else if (const std::string text = StringField(*body, "for"); !text.empty()) {
+      duration = ParseDurationMs(text);
+    }
+    if (!duration || *duration <= 0) {
+      return JsonError(400, "a mute needs \"for\" (8h, 30m, 2d) or \"duration_ms\"");
+    }
+    const std::string reason = StringField(*body, "reason");
+    if (reason.empty()) return JsonError(400, "a mute needs a \"reason\"");
+    if (!alerting.Mute(id, *duration, reason, StringField(*body, "by"))) {
+      return JsonError(404, "'" + id + "' names no signature this agent has seen");
+    }
+    return Json(200, json{{"muted", id}, {"duration_ms", *duration}, {"reason", reason}});
+  }
+  if (action == "unmute") {
+    const std::size_t n = alerting.Unmute(id);
+    if (n == 0) return JsonError(404, "'" + id + "' is not muted");
+    return Json(200, json{{"unmuted", id}, {"signatures", n}});
+  }
+  return JsonError(404, "unknown action '" + action + "'; expected fix, unfix, mute or unmute");
+}
+
+HttpResponse ReceiverAction(Alerting& alerting, const HttpRequest& request) {
+  std::string name;
+  std::string action;
+  if (!SplitAction(request.path, kReceiversPrefix, &name, &action) || action != "test") {
+    return JsonError(404, "expected /api/v1/receivers/{name}/test");
+  }
+  std::string why;
+  const std::optional<json> body = BodyObject(request, &why);
+  if (!body) return JsonError(400, why);
+  Result<std::vector<std::string>> targets =
+      alerting.Test(name, StringField(*body, "signature"),
+                    [](const std::string&, const RetryDecision&, const DeliveryOutcome&) {});
+  if (!targets.ok()) {
+    const Error& e = targets.errors().front();
+    return JsonError(404, e.message);
+  }
+  return Json(202, json{{"test", name}, {"targets", targets.value()}});
+}
+
+}  // namespace
+
+std::optional<int64_t> ParseDurationMs(std::string_view text) {
+  int64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr == text.data() || value < 0) return std::nullopt;
+  const std::string_view unit(ptr, static_cast<std::size_t>(end - ptr));
+  int64_t scale = 0;
+  if (unit.empty() || unit == "ms") scale = 1;
+  if (unit == "s") scale = 1000;
+  if (unit == "m") scale = 60 * 1000;
+  if (unit == "h") scale = 3600 * 1000;
+  if (unit == "d") scale = 24 * 3600 * 1000;
+  if (scale == 0 || value > INT64_MAX / scale) return std::nullopt;
+  return value * scale;
+}
+
+std::string PercentDecode(std::string_view text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto hex = [](char c) {
+      if (c >= '0' && c <= '9') return c - '0';
+      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+      if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+      return -1;
+    };
+    if (text[i] == '%' && i + 2 < text.size() && hex(text[i + 1]) >= 0 && hex(text[i + 2]) >= 0) {
+      out.push_back(static_cast<char>(hex(text[i + 1]) * 16 + hex(text[i + 2])));
+      i += 2;
+    } else {
+      out.push_back(text[i]);
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// The agent's state folder: state/ beside the config file.
+std::filesystem::path StateDir(const Config& config) {
+  std::error_code ec;
+  return std::filesystem::absolute(config.file, ec).parent_path() / "state";
+}
+
+}  // namespace
+
+std::string AdminTokenPath(const Config& config) { return (StateDir(config) / "admin_token").string(); }
+
+Result<std::string> AdminToken(const Config& config, bool create) {
+  const auto read = [](const std::string& path) -> Result<std::string> {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+      return Error{path, 0, "", "", std::string("cannot read the admin token: ") + std::strerror(errno)};
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    std::string token = text.str();
+    while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) {
+      token.pop_back();
+    }
+    if (token.size() < 16) return Error{path, 0, "", "", "the admin token must be at least 16 characters"};
+    return token;
+  };
+  if (!config.admin_token_file.empty()) return read(config.admin_token_file);
+  const std::string path = AdminTokenPath(config);
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) || !create) return read(path);
+  std::filesystem::create_directories(StateDir(config), ec);
+  std::random_device random;
+  std::string bytes(32, '\0');
+  for (char& c : bytes) c = static_cast<char>(random());
+  const std::string token = HexEncode(bytes);
+  // O_EXCL: two agents racing to create it cannot both win; 0600: only this user reads it.
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    if (errno == EEXIST) return read(path);
+    return Error{path, 0, "", "", std::string("cannot create the admin token: ") + std::strerror(errno)};
+  }
+  const std::string line = token + "\n";
+  const bool ok = write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  close(fd);
+  if (!ok) return Error{path, 0, "", "", "cannot write the admin token"};
+  return token;
+}
+
+void AddAlertRoutes(HttpServer& http, Alerting& alerting, const std::string& admin_token) {
+  http.AddRoute({.path = "/api/v1/signatures", .admin = true, .handler = [&alerting](const HttpRequest&) {
+                   return HttpResponse{200, "application/json", alerting.SignaturesJson() + "\n"};
+                 }});
+  http.AddRoute({.path = "/api/v1/receivers", .admin = true, .handler = [&alerting](const HttpRequest&) {
+                   return HttpResponse{200, "application/json", alerting.ReceiversJson() + "\n"};
+                 }});
+  http.AddRoute({.path = kSignaturesPrefix,
+                 .prefix = true,
+                 .methods = {HttpMethod::kPost},
+                 .admin = true,
+                 .bearer_token = admin_token,
+                 .handler = [&alerting](const HttpRequest& r) { return SignatureAction(alerting, r); }});
+  http.AddRoute({.path = kReceiversPrefix,
+                 .prefix = true,
+                 .methods = {HttpMethod::kPost},
+                 .admin = true,
+                 .bearer_token = admin_token,
+                 .handler = [&alerting](const HttpRequest& r) { return ReceiverAction(alerting, r); }});
+}
+
+}  // namespace faultline
