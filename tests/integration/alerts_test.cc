@@ -1,0 +1,300 @@
+// Alerts as a user gets them: the real binary, real files, the state store on disk, and real HTTP
+// receivers on loopback that the tests start and script (tests/support/http_receiver.h).
+#include <signal.h>
+
+#include <filesystem>
+#include <set>
+#include <thread>
+#include <fstream>
+#include <sstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/process.h"
+#include "tests/support/http_receiver.h"
+
+namespace faultline {
+namespace {
+
+using ::testing::HasSubstr;
+using nlohmann::json;
+using testing::Daemon;
+using testing::Eventually;
+using testing::HttpGet;
+using testing::ScriptedResponse;
+using testing::TestReceiver;
+
+constexpr char kRules[] = R"(id: t.cuda_oom
+title: CUDA out of memory
+severity: error
+category: memory
+match: ['CUDA out of memory']
+root_cause: the batch does not fit
+fix: lower the batch size
+fix_command: 'export BATCH=8'
+---
+id: t.flood
+title: Numbered failure
+severity: error
+category: runtime
+match: ['failure number \d+']
+labels: {n: 'failure number (?P<n>\d+)'}
+max_label_values: 1000
+root_cause: r
+fix: f
+---
+id: t.nccl
+title: NCCL watchdog timeout
+severity: critical
+category: distributed
+match: ['Watchdog caught collective operation timeout']
+root_cause: r
+fix: f
+)";
+
+double Sample(const std::string& metrics, const std::string& series) {
+  std::istringstream in(metrics);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+  }
+  return -1;
+}
+
+class AlertsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::TempDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_ + "/rules");
+    std::filesystem::create_directories(dir_ + "/logs");
+    std::ofstream(dir_ + "/rules/t.yaml") << kRules;
+    port_ = testing::FreePort();
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // A config with `receivers` (YAML list items, indented under alerts.receivers).
+  std::string WriteConfig(const std::string& receivers, int group_wait_ms = 0,
+                          const std::string& rules = "rules", const std::string& extra = "") {
+    const std::string path = dir_ + "/faultline.yaml";
+    std::ofstream(path) << "rules:\n  paths: [" << rules << "]\n  context_idle_flush_ms: 200\n"
+                        << "http:\n  listen: 127.0.0.1:" << port_ << "\n"
+                        << "sources:\n  - id: ci\n    type: file\n    paths: ['logs/*.log']\n"
+                        << "    start_at: beginning\n    poll_interval_ms: 50\n"
+                        << "alerts:\n  group_wait_ms: " << group_wait_ms << "\n  host: test-host\n"
+                        << "  receivers:\n"
+                        << receivers << extra;
+    return path;
+  }
+  static std::string Hook(const std::string& name, const TestReceiver& r,
+                          const std::string& type = "webhook", const std::string& more = "") {
+    return "    - {name: " + name + ", type: " + type + ", url: '" + r.url() + "'" + more + "}\n";
+  }
+  void Append(const std::string& file, const std::string& text) {
+    std::ofstream(dir_ + "/logs/" + file, std::ios::app) << text;
+  }
+  std::string Metrics() {
+    std::string body;
+    HttpGet(port_, "/metrics", &body);
+    return body;
+  }
+  bool Ready() {
+    std::string body;
+    return HttpGet(port_, "/readyz", &body) == 200;
+  }
+  static json Body(const testing::ReceivedRequest& r) { return json::parse(r.body); }
+  static std::vector<std::string> Kinds(const TestReceiver& r) {
+    std::vector<std::string> kinds;
+    for (const auto& request : r.requests()) kinds.push_back(Body(request)["kind"]);
+    return kinds;
+  }
+
+  std::string dir_;
+  uint16_t port_ = 0;
+};
+
+TEST_F(AlertsTest, TenThousandIdenticalLinesAreOneNotificationWithTheirCount) {
+  TestReceiver hook;
+  const std::string config = WriteConfig(Hook("hook", hook), /*group_wait_ms=*/1500);
+  Daemon agent({"run", "-c", config});
+  ASSERT_TRUE(Eventually([&] { return Ready(); }));
+  std::string lines;
+  for (int i = 0; i < 10000; ++i) lines += "RuntimeError: CUDA out of memory. Tried to allocate\n";
+  Append("train.log", lines);
+  ASSERT_TRUE(hook.WaitFor(1));
+  ASSERT_TRUE(Eventually([&] {
+    return Sample(Metrics(), "faultline_signature_matches_total{severity=\"error\",signature=\"t.cuda_oom\"}") == 10000;
+  }));
+  const json body = Body(hook.requests()[0]);
+  EXPECT_EQ("new", body["kind"]);
+  EXPECT_EQ("t.cuda_oom", body["signature"]);
+  EXPECT_EQ("error", body["severity"]);
+  EXPECT_EQ("CUDA out of memory", body["title"]);
+  EXPECT_EQ(10000, body["count"]);
+  EXPECT_EQ("lower the batch size", body["fix"]);
+  EXPECT_EQ("test-host", body["host"]);
+  EXPECT_THAT(body["file"].get<std::string>(), HasSubstr("train.log"));
+  EXPECT_EQ(1, body["line"]);
+  EXPECT_FALSE(body["context_after"].empty()) << "the lines after the hit";
+  // Nothing more comes: the repeats are counted, not notified.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(1u, hook.count());
+}
+
+TEST_F(AlertsTest, OnlyTheFailingReceiverIsRetried) {
+  TestReceiver slack;
+  slack.Script({ScriptedResponse{500, "rollup_error"}, ScriptedResponse{500, "rollup_error"}});
+  TestReceiver hook;
+  const std::string config = WriteConfig(Hook("chat", slack, "slack") + Hook("hook", hook));
+  Daemon agent({"run", "-c", config});
+  Append("train.log", "RuntimeError: CUDA out of memory.\n");
+  ASSERT_TRUE(slack.WaitFor(3, std::chrono::seconds(30))) << agent.Stderr();
+  ASSERT_TRUE(hook.WaitFor(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(1u, hook.count()) << "the webhook gets no duplicate";
+  EXPECT_EQ(3u, slack.count());
+  const auto attempts = slack.requests();
+  EXPECT_EQ(attempts[0].body, attempts[2].body) << "a retry sends the same message";
+  const json message = json::parse(attempts[2].body);
+  EXPECT_THAT(message["text"].get<std::string>(), HasSubstr("NEW: t.cuda_oom"));
+  EXPECT_THAT(Metrics(), HasSubstr("faultline_notifications_total{kind=\"new\",receiver=\"chat\",result=\"retried\"} 2"));
+}
+
+TEST_F(AlertsTest, RateLimitedReceiverWaitsRetryAfterAndAGoneOneIsDisabledWithAMetaAlert) {
+  TestReceiver limited;
+  limited.Script({ScriptedResponse{429, "", {{"Retry-After", "1"}}}});
+  TestReceiver gone;
+  gone.SetDefault(ScriptedResponse{404, "no_service"});
+  const std::string config = WriteConfig(Hook("limited", limited) + Hook("gone", gone, "slack"));
+  Daemon agent({"run", "-c", config});
+  Append("train.log", "RuntimeError: CUDA out of memory.\n");
+  ASSERT_TRUE(limited.WaitFor(3)) << agent.Stderr();
+  const auto requests = limited.requests();
+  EXPECT_GE(requests[1].at - requests[0].at, std::chrono::milliseconds(950)) << "Retry-After: 1";
+  EXPECT_EQ(Body(requests[0])["id"], Body(requests[1])["id"]);
+  const std::vector<std::string> kinds = Kinds(limited);
+  EXPECT_EQ("receiver_disabled", kinds[2]);
+  EXPECT_THAT(Body(requests[2])["detail"].get<std::string>(), HasSubstr("no_service"));
+  EXPECT_TRUE(Eventually([&] {
+    return Metrics().find("faultline_receiver_disabled{receiver=\"gone\"} 1") != std::string::npos;
+  }));
+  Append("train.log", "[E] Watchdog caught collective operation timeout\n");
+  ASSERT_TRUE(limited.WaitFor(4));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(1u, gone.count()) << "a disabled receiver is not tried again";
+}
+
+// The DeepSpeed story of issue 9: fixed in 0.15.0; a failing 0.14.2 build is old news, a failing
+// 0.15.1 build is one regression that names both versions and the fix's note.
+TEST_F(AlertsTest, VersionStoryFixedIn0150Then0142IsNoRegressionThen0151IsOne) {
+  TestReceiver hook;
+  const std::string config =
+      WriteConfig(Hook("hook", hook), 0, std::string(FAULTLINE_SOURCE_DIR) + "/rules");
+  Daemon agent({"run", "-c", config});
+  ASSERT_TRUE(Eventually([&] { return Ready(); }, std::chrono::seconds(60))) << agent.Stderr();
+  const testing::Completed fixed =
+      testing::RunFaultline({"fix", "deepspeed.async_io.windows_link", "--version", "0.15.0",
+                             "--note", "op builder skips aio on Windows", "--by", "alice", "-c", config});
+  ASSERT_EQ(0, fixed.exit_code) << fixed.err;
+  const std::string build =
+      "  Building wheel for deepspeed (setup.py): started\n"
+      "LINK : fatal error LNK1181: cannot open input file 'aio.lib'\n"
+      "[ERROR] Unable to pre-compile async_io\n"
+      "error: subprocess-exited-with-error\n";
+  // Every alert about the fixed signature, in the order received (other rules raise their own
+  // `new` on the same logs: pip's build failure, the pre-compile abort).
+  const auto about_fix = [&] {
+    std::vector<json> found;
+    for (const auto& r : hook.requests()) {
+      const json body = Body(r);
+      for (const json& a : body["alerts"]) {
+        if (a["rule_id"] == "deepspeed.async_io.windows_link") found.push_back(a);
+      }
+    }
+    return found;
+  };
+  Append("build-0142.log", "Collecting deepspeed==0.14.2\n" + build);
+  ASSERT_TRUE(Eventually([&] {
+    return Metrics().find("faultline_signature_occurrences_total{reason=\"pre_fix_version\"") != std::string::npos;
+  })) << Metrics();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_TRUE(about_fix().empty()) << "an old version is not a regression";
+  Append("build-0151.log", "Collecting deepspeed==0.15.1\n" + build);
+  ASSERT_TRUE(Eventually([&] { return !about_fix().empty(); }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const std::vector<json> alerts = about_fix();
+  ASSERT_EQ(1u, alerts.size());
+  const json& body = alerts[0];
+  EXPECT_EQ("regression", body["kind"]);
+  EXPECT_EQ("deepspeed.async_io.windows_link{lib=aio}", body["signature"]);
+  EXPECT_EQ("0.15.1", body["versions"]["seen_in"]);
+  EXPECT_EQ("0.15.0", body["versions"]["fixed_in"]);
+  EXPECT_EQ("op builder skips aio on Windows", body["versions"]["note"]);
+  EXPECT_EQ("alice", body["versions"]["fixed_by"]);
+  const testing::Completed listed = testing::RunFaultline({"signatures", "-c", config});
+  EXPECT_EQ(0, listed.exit_code) << listed.err;
+  EXPECT_THAT(listed.out, HasSubstr("regressed"));
+  EXPECT_THAT(listed.out, HasSubstr("deepspeed.async_io.windows_link{lib=aio}"));
+}
+
+TEST_F(AlertsTest, MutedSignaturesAreCountedAndSummarisedWhenUnmuted) {
+  TestReceiver hook;
+  const std::string config = WriteConfig(Hook("hook", hook));
+  Daemon agent({"run", "-c", config});
+  Append("a.log", "RuntimeError: CUDA out of memory.\n");
+  ASSERT_TRUE(hook.WaitFor(1));
+  const testing::Completed muted = testing::RunFaultline(
+      {"mute", "t.cuda_oom", "--for", "8h", "--reason", "known, fix in 1.2", "-c", config});
+  ASSERT_EQ(0, muted.exit_code) << muted.err;
+  Append("b.log", "RuntimeError: CUDA out of memory.\nRuntimeError: CUDA out of memory.\n");
+  ASSERT_TRUE(Eventually([&] {
+    return Sample(Metrics(), "faultline_signature_matches_total{severity=\"error\",signature=\"t.cuda_oom\"}") == 3;
+  }));
+  const testing::Completed unmuted = testing::RunFaultline({"unmute", "t.cuda_oom", "-c", config});
+  ASSERT_EQ(0, unmuted.exit_code) << unmuted.err;
+  ASSERT_TRUE(hook.WaitFor(2));
+  const json summary = Body(hook.requests()[1]);
+  EXPECT_EQ("mute_ended", summary["kind"]);
+  EXPECT_THAT(summary["detail"].get<std::string>(), HasSubstr("2 occurrence(s) in 1 run(s)"));
+}
+
+TEST_F(AlertsTest, MutatingApiCallsNeedTheToken) {
+  TestReceiver hook;
+  const std::string config = WriteConfig(Hook("hook", hook));
+  Daemon agent({"run", "-c", config});
+  ASSERT_TRUE(Eventually([&] { return Ready(); }));
+  const testing::Completed refused = testing::RunFaultline({"fix", "t.cuda_oom", "-c", config});
+  ASSERT_EQ(0, refused.exit_code) << refused.err << "(the CLI reads the token from state.dir)";
+  const std::string token_path = dir_ + "/state/admin_token";
+  EXPECT_EQ(std::filesystem::perms::owner_read | std::filesystem::perms::owner_write,
+            std::filesystem::status(token_path).permissions());
+  std::filesystem::remove(token_path);
+  const testing::Completed without = testing::RunFaultline({"unfix", "t.cuda_oom", "-c", config});
+  EXPECT_NE(0, without.exit_code);
+}
+
+TEST_F(AlertsTest, AlertTestPrintsStatusAndBodyAndFailsOnARefusal) {
+  TestReceiver hook;
+  hook.Script({ScriptedResponse{200, "thanks"}, ScriptedResponse{400, "invalid_payload"}});
+  const std::string config = WriteConfig(Hook("hook", hook));
+  testing::Completed ok = testing::RunFaultline(
+      {"alert", "test", "--receiver", "hook", "--signature", "t.cuda_oom", "-c", config});
+  EXPECT_EQ(0, ok.exit_code) << ok.err;
+  EXPECT_THAT(ok.out, HasSubstr("HTTP 200"));
+  EXPECT_THAT(ok.out, HasSubstr("thanks"));
+  ASSERT_EQ(1u, hook.count());
+  const json body = Body(hook.requests()[0]);
+  EXPECT_EQ(true, body["test"]);
+  EXPECT_EQ("CUDA out of memory", body["title"]);
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/state")) << "a test writes no state";
+  testing::Completed refused =
+      testing::RunFaultline({"alert", "test", "--receiver", "hook", "-c", config});
+  EXPECT_EQ(1, refused.exit_code);
+  EXPECT_THAT(refused.out, HasSubstr("HTTP 400"));
+  EXPECT_THAT(refused.out, HasSubstr("invalid_payload"));
+}
+
+}  // namespace
+}  // namespace faultline

@@ -1,0 +1,216 @@
+// Alerting in one process: findings and batches in, HTTP requests out to the test's own
+// receivers on loopback, without a state store.
+#include "agent/alert/alerting.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include "tests/support/http_receiver.h"
+
+namespace faultline {
+namespace {
+
+using nlohmann::json;
+using testing::ScriptedResponse;
+using testing::TestReceiver;
+
+class AlertingTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    rule_.id = "deepspeed.async_io.windows_link";
+    rule_.title = "async_io cannot link aio.lib";
+    rule_.severity = Severity::kError;
+    rule_.root_cause = "no libaio on Windows";
+    rule_.fix = "DS_BUILD_AIO=0";
+    rule_.version_of = "deepspeed";
+    other_.id = "t.oom";
+    other_.title = "CUDA out of memory";
+    other_.severity = Severity::kError;
+    rules_ = {rule_, other_};
+    config_.file = "test.yaml";
+    config_.rule_paths = {std::string(FAULTLINE_SOURCE_DIR) + "/rules"};
+    config_.alerts.enabled = true;
+    config_.alerts.host = "h1";
+  }
+
+  void AddReceiver(const std::string& name, const TestReceiver& r, bool send_resolved = false,
+                   ReceiverConfig::Type type = ReceiverConfig::Type::kWebhook) {
+    ReceiverConfig rc;
+    rc.name = name;
+    rc.type = type;
+    rc.urls = {r.url()};
+    rc.send_resolved = send_resolved;
+    config_.alerts.receivers.push_back(rc);
+  }
+
+  Alerting& Start() {
+    Result<std::unique_ptr<Alerting>> a =
+        Alerting::Create(io_, config_, rules_, registry_, false, Alerting::SystemNowMs);
+    EXPECT_TRUE(a.ok()) << (a.ok() ? "" : FormatErrors(a.errors()));
+    alerting_ = std::move(a).value();
+    alerting_->Start();
+    return *alerting_;
+  }
+
+  FindingEvent Event(const Rule& rule, uint64_t line, const std::string& text,
+                     uint64_t stream = 1) {
+    FindingEvent e;
+    e.rule_id = rule.id;
+    e.signature = rule.id;
+    e.severity = Severity::kError;
+    e.source_id = "ci";
+    e.stream_id = stream;
+    e.stream_name = "/logs/build.log";
+    e.line_number = line;
+    e.text = text;
+    e.context_before = {"line before"};
+    return e;
+  }
+
+  // Feeds `lines` as one batch of stream 1 starting at `first`, with `findings` (line numbers)
+  // raised between the two looks at the batch, as StreamPipeline does.
+  void Feed(const std::vector<std::string>& lines, uint64_t first,
+            const std::vector<FindingEvent>& findings) {
+    LineBatch batch;
+    for (const std::string& l : lines) batch.Append(l);
+    alerting_->OnBatch(1, "ci", batch, first, false);
+    for (const FindingEvent& f : findings) alerting_->OnFinding(f);
+    alerting_->OnBatch(1, "ci", batch, first, true);
+  }
+
+  void RunUntil(const std::function<bool()>& done, std::chrono::seconds limit = std::chrono::seconds(20)) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (!done() && std::chrono::steady_clock::now() < deadline) {
+      io_.restart();
+      io_.run_for(std::chrono::milliseconds(10));
+    }
+  }
+
+  std::string Metrics() {
+    return prometheus::TextSerializer().Serialize(registry_.Collect());
+  }
+
+  Rule rule_;
+  Rule other_;
+  std::vector<Rule> rules_;
+  Config config_;
+  asio::io_context io_;
+  prometheus::Registry registry_;
+  std::unique_ptr<Alerting> alerting_;
+};
+
+TEST_F(AlertingTest, VersionsFromTheSameBatchAndLinesAfterTheHitReachThePayload) {
+  TestReceiver hook;
+  AddReceiver("hook", hook);
+  config_.alerts.group_wait_ms = 0;
+  Start();
+  ASSERT_TRUE(alerting_->Fix({rule_.id, "0.15.0", "skips aio", "alice", FixOrigin::kApi}).ok());
+  Feed({"Collecting deepspeed==0.15.1", "building",
+        "LINK : fatal error LNK1181: cannot open input file 'aio.lib'",
+        "[ERROR] Unable to pre-compile async_io", "token=ghp_1234567890abcdefghijABCDEFGHIJ123456"},
+       10, {Event(rule_, 12, "LINK : fatal error LNK1181: cannot open input file 'aio.lib'")});
+  RunUntil([&] { return hook.count() == 1; });
+  ASSERT_EQ(1u, hook.count());
+  const json body = json::parse(hook.requests()[0].body);
+  EXPECT_EQ("regression", body["kind"]);
+  EXPECT_EQ("0.15.1", body["versions"]["seen_in"]);
+  EXPECT_EQ("0.15.0", body["versions"]["fixed_in"]);
+  EXPECT_EQ("skips aio", body["versions"]["note"]);
+  EXPECT_EQ("h1", body["host"]);
+  ASSERT_EQ(2u, body["context_after"].size());
+  EXPECT_EQ("[ERROR] Unable to pre-compile async_io", body["context_after"][0]);
+  EXPECT_EQ("token=[REDACTED]", body["context_after"][1]) << "secrets never leave the host";
+  EXPECT_NE(Metrics().find("faultline_alert_events_total{kind=\"regression\"} 1"), std::string::npos);
+}
+
+TEST_F(AlertingTest, GroupWaitBatchesOneRunIntoOneMessage) {
+  TestReceiver hook;
+  AddReceiver("hook", hook);
+  config_.alerts.group_wait_ms = 300;
+  Start();
+  Feed({"a", "b", "c"}, 1, {Event(rule_, 1, "LNK1181 aio.lib"), Event(other_, 2, "CUDA out of memory")});
+  Feed({"CUDA out of memory"}, 4, {Event(other_, 4, "CUDA out of memory")});
+  RunUntil([&] { return hook.count() == 1; });
+  io_.restart();
+  io_.run_for(std::chrono::milliseconds(400));
+  ASSERT_EQ(1u, hook.count());
+  const json body = json::parse(hook.requests()[0].body);
+  ASSERT_EQ(2u, body["alerts"].size());
+  EXPECT_EQ("new", body["alerts"][0]["kind"]);
+  EXPECT_EQ("t.oom", body["alerts"][1]["signature"]);
+  EXPECT_EQ(2, body["alerts"][1]["count"]) << "a repeat while waiting updates the count";
+}
+
+TEST_F(AlertingTest, ResolvedGoesOnlyToReceiversThatAskForIt) {
+  TestReceiver plain;
+  TestReceiver closing;
+  AddReceiver("plain", plain);
+  AddReceiver("closing", closing, /*send_resolved=*/true);
+  config_.alerts.group_wait_ms = 0;
+  Start();
+  Feed({"CUDA out of memory"}, 1, {Event(other_, 1, "CUDA out of memory")});
+  RunUntil([&] { return plain.count() == 1 && closing.count() == 1; });
+  ASSERT_TRUE(alerting_->Fix({"t.oom", "", "", "bob", FixOrigin::kApi}).ok());
+  RunUntil([&] { return closing.count() == 2; });
+  io_.restart();
+  io_.run_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(1u, plain.count());
+  ASSERT_EQ(2u, closing.count());
+  const json resolved = json::parse(closing.requests()[1].body);
+  EXPECT_EQ("resolved", resolved["kind"]);
+  EXPECT_EQ(json::parse(closing.requests()[0].body)["alert_id"], resolved["alert_id"])
+      << "the same alert id as the message it closes";
+}
+
+TEST_F(AlertingTest, AFloodOfNewSignaturesIsThreeMessagesThenADigestForSlack) {
+  TestReceiver slack;
+  AddReceiver("chat", slack, false, ReceiverConfig::Type::kSlack);
+  config_.alerts.group_wait_ms = 0;
+  Start();
+  // 50 runs, each with its own new signature, within a moment.
+  for (uint64_t run = 1; run <= 50; ++run) {
+    FindingEvent e = Event(other_, 1, "CUDA out of memory", run);
+    e.signature = "t.oom{gpu=" + std::to_string(run) + "}";
+    alerting_->OnFinding(e);
+  }
+  RunUntil([&] { return slack.count() >= 4; }, std::chrono::seconds(30));
+  io_.restart();
+  io_.run_for(std::chrono::milliseconds(1500));
+  ASSERT_EQ(4u, slack.count());
+  const json digest = json::parse(slack.requests()[3].body);
+  EXPECT_NE(digest["text"].get<std::string>().find("and 46 more"), std::string::npos)
+      << digest["text"];
+  EXPECT_NE(digest["blocks"][0]["text"]["text"].get<std::string>().find("47 new signatures"),
+            std::string::npos);
+  EXPECT_NE(Metrics().find("faultline_notifications_coalesced_total{receiver=\"chat\"} 47"),
+            std::string::npos);
+}
+
+TEST_F(AlertingTest, TestNotificationsGoThroughThePipelineAndReportTheResult) {
+  TestReceiver hook;
+  hook.Script({ScriptedResponse{503, "busy"}, ScriptedResponse{200, "fine"}});
+  AddReceiver("hook", hook);
+  Start();
+  std::string result;
+  long status = 0;
+  ASSERT_TRUE(alerting_
+                  ->Test("hook", "t.oom",
+                         [&](const std::string& target, const RetryDecision& d,
+                             const DeliveryOutcome& last) {
+                           result = target + " " + d.reason;
+                           status = last.status;
+                         })
+                  .ok());
+  RunUntil([&] { return !result.empty(); }, std::chrono::seconds(10));
+  EXPECT_EQ("hook HTTP 200", result);
+  EXPECT_EQ(200, status);
+  ASSERT_EQ(2u, hook.count()) << "retried after the 503";
+  EXPECT_EQ(true, json::parse(hook.requests()[1].body)["test"]);
+  EXPECT_FALSE(alerting_->Test("nobody", "", nullptr).ok());
+  EXPECT_TRUE(alerting_->tracker().records().empty()) << "a test records nothing";
+}
+
+}  // namespace
+}  // namespace faultline
