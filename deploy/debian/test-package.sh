@@ -15,7 +15,7 @@ if [ "$(id -u)" -ne 0 ]; then
   echo "test-package: needs root (dpkg -i); skipped" >&2
   exit 0
 fi
-if dpkg-query -W -f='${Status}' faultline 2>/dev/null | grep -q "ok installed"; then
+if dpkg-query -W -f='${Status}' faultline 2>/dev/null | grep "ok installed" >/dev/null; then
   echo "test-package: a faultline package is installed already; not touching it" >&2
   exit 1
 fi
@@ -53,8 +53,8 @@ for f in /usr/bin/faultline /etc/faultline/faultline.yaml /usr/lib/systemd/syste
 done
 echo "$(grep -c '^/usr/share/faultline/rules/.*\.yaml$' "$out/files") rule files"
 dpkg-deb --field "$deb" Depends | tr ',' '\n' | sed 's/^ */  depends: /'
-dpkg-deb --ctrl-tarfile "$deb" | tar -t | grep -qx './conffiles' || fail "no conffiles"
-dpkg-deb --info "$deb" conffiles | grep -qx /etc/faultline/faultline.yaml ||
+dpkg-deb --ctrl-tarfile "$deb" | tar -t | grep -x './conffiles' >/dev/null || fail "no conffiles"
+dpkg-deb --info "$deb" conffiles | grep -x /etc/faultline/faultline.yaml >/dev/null ||
   fail "/etc/faultline/faultline.yaml is not a conffile"
 
 echo "== dpkg -i"
