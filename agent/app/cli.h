@@ -29,6 +29,7 @@ int ScanCommand(const Args& args);
 int RulesCommand(const Args& args);
 int CheckCommand(const Args& args);
 int RunCommand(const Args& args);
+int WatchCommand(const Args& args);
 int FixCommand(const Args& args);
 int UnfixCommand(const Args& args);
 int MuteCommand(const Args& args);
