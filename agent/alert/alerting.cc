@@ -27,6 +27,10 @@ constexpr std::size_t kContextAfterLines = 3;
 constexpr auto kTickInterval = std::chrono::seconds(1);
 constexpr int64_t kMaxMuteMs = 30LL * 24 * 3600 * 1000;
 constexpr char kSampleSignature[] = "faultline.test.sample";
+// One message lists at most this many signatures and counts the rest ("and 900 more"): a flood of
+// a thousand new signatures in one run is one readable message, and `faultline signatures` has
+// them all.
+constexpr std::size_t kMaxItemsPerNotification = 100;
 
 std::string HostName() {
   char name[256] = {};
@@ -398,6 +402,10 @@ void Alerting::Route(const AlertItem& item, const std::string& group_key, uint64
       g.target = r.target();
       g.due_ms = now + config_.alerts.group_wait_ms;
     }
+    if (g.items.size() >= kMaxItemsPerNotification) {
+      ++g.more;
+      continue;
+    }
     g.items.push_back(item);
     g.where.push_back(Waiting{stream_id, hit_line});
   }
@@ -457,6 +465,7 @@ void Alerting::FlushDue(bool all) {
     n.receiver = g.target;
     n.created_ms = now;
     n.items = std::move(g.items);
+    n.more = g.more;
     Enqueue(g.target, std::move(n));
   }
   ScheduleFlush();

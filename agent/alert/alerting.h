@@ -149,6 +149,7 @@ class Alerting {
     int64_t due_ms = 0;
     std::vector<AlertItem> items;
     std::vector<Waiting> where;  // per item
+    uint64_t more = 0;           // items beyond kMaxItemsPerNotification, counted only
   };
 
   std::string VersionAt(uint64_t stream_id, const std::string& source_id,

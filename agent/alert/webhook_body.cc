@@ -13,8 +13,9 @@ namespace {
 
 using nlohmann::json;
 
-// How far a hit line is cut when the body is still too large without context.
+// How far hit lines are cut when the body is still too large without context, then again.
 constexpr std::size_t kShortHitChars = 2000;
+constexpr std::size_t kShortestHitChars = 200;
 
 json ItemJson(const AlertItem& item, bool with_context, std::size_t max_hit_chars) {
   json labels = json::object();
@@ -55,22 +56,35 @@ json ItemJson(const AlertItem& item, bool with_context, std::size_t max_hit_char
   return j;
 }
 
-std::string Render(const Notification& n, std::size_t listed, bool with_context,
-                   std::size_t max_hit_chars) {
+// The body with `items` (the JSON of the first items of `n`); the rest are counted in `more`.
+std::string Render(const Notification& n, std::vector<json> items) {
   json body{{"type", "faultline.alert"},
             {"id", n.id},
             {"timestamp", FormatTimestampMs(n.created_ms)},
             {"test", n.test}};
-  json alerts = json::array();
-  for (std::size_t i = 0; i < listed && i < n.items.size(); ++i) {
-    alerts.push_back(ItemJson(n.items[i], with_context, max_hit_chars));
+  if (!items.empty()) {
+    for (const auto& [key, value] : items.front().items()) body[key] = value;
   }
-  if (!alerts.empty()) {
-    for (const auto& [key, value] : alerts.front().items()) body[key] = value;
-  }
-  body["alerts"] = alerts;
-  body["more"] = n.more + (n.items.size() - std::min(listed, n.items.size()));
+  const std::size_t listed = items.size();
+  body["alerts"] = std::move(items);
+  body["more"] = n.more + (n.items.size() - listed);
   return body.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// As many leading items of `n` as fit in the body, built with `with_context` and `max_hit`.
+std::vector<json> Fitting(const Notification& n, bool with_context, std::size_t max_hit) {
+  // The first item appears twice (flattened at the top and in `alerts`); the envelope is small.
+  constexpr std::size_t kEnvelopeBytes = 512;
+  std::vector<json> items;
+  std::size_t used = kEnvelopeBytes;
+  for (const AlertItem& item : n.items) {
+    json j = ItemJson(item, with_context, max_hit);
+    const std::size_t size = j.dump(-1, ' ', false, json::error_handler_t::replace).size() + 1;
+    used += items.empty() ? 2 * size : size;
+    if (used > kMaxWebhookBodyBytes) break;
+    items.push_back(std::move(j));
+  }
+  return items;
 }
 
 }  // namespace
@@ -88,18 +102,13 @@ std::string AlertIdOf(std::string_view signature) {
 }
 
 std::string RenderWebhookBody(const Notification& n) {
-  std::size_t listed = n.items.size();
-  std::string body = Render(n, listed, true, SIZE_MAX);
-  if (body.size() <= kMaxWebhookBodyBytes) return body;
-  body = Render(n, listed, false, SIZE_MAX);
-  if (body.size() <= kMaxWebhookBodyBytes) return body;
-  body = Render(n, listed, false, kShortHitChars);
-  while (body.size() > kMaxWebhookBodyBytes && listed > 1) {
-    listed = listed > 2 ? listed / 2 : 1;
-    body = Render(n, listed, false, kShortHitChars);
-  }
-  if (body.size() > kMaxWebhookBodyBytes) body = Render(n, listed, false, 200);
-  return body;
+  // Each item is built and measured once per step; the first step that lists every item wins,
+  // else the last lists as many as fit.
+  std::vector<json> items = Fitting(n, true, SIZE_MAX);
+  if (items.size() < n.items.size()) items = Fitting(n, false, SIZE_MAX);
+  if (items.size() < n.items.size()) items = Fitting(n, false, kShortHitChars);
+  if (items.size() < n.items.size()) items = Fitting(n, false, kShortestHitChars);
+  return Render(n, std::move(items));
 }
 
 }  // namespace faultline
