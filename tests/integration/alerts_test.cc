@@ -239,6 +239,65 @@ TEST_F(AlertsTest, VersionStoryFixedIn0150Then0142IsNoRegressionThen0151IsOne) {
   EXPECT_THAT(listed.out, HasSubstr("deepspeed.async_io.windows_link{lib=aio}"));
 }
 
+// alerting.md section 7, behaviours 1 and 2, with the real rule pack.
+TEST_F(AlertsTest, FourLocalisedLinesAreOneSignatureAndOneNewAndCufileIsAnother) {
+  TestReceiver hook;
+  const std::string config =
+      WriteConfig(Hook("hook", hook), 300, std::string(FAULTLINE_SOURCE_DIR) + "/rules");
+  Daemon agent({"run", "-c", config});
+  ASSERT_TRUE(Eventually([&] { return Ready(); }, std::chrono::seconds(60))) << agent.Stderr();
+  Append("build.log",
+         "DS_BUILD_OPS=1\n"
+         "LINK : fatal error LNK1181: cannot open input file 'aio.lib'\n"
+         "LINK : fatal error LNK1181: \xE6\x97\xA0\xE6\xB3\x95\xE6\x89\x93\xE5\xBC\x80\xE8\xBE\x93"
+         "\xE5\x85\xA5\xE6\x96\x87\xE4\xBB\xB6\xE2\x80\x9C" "aio.lib\xE2\x80\x9D\n"
+         "LINK : fatal error LNK1181: Eingabedatei \"aio.lib\" kann nicht ge\xC3\xB6" "ffnet werden.\n"
+         "LINK : fatal error LNK1181: no se puede abrir el archivo de entrada 'aio.lib'\n"
+         "[ERROR] Unable to pre-compile async_io\n");
+  const std::string aio =
+      "faultline_signature_matches_total{lib=\"aio\",severity=\"error\",signature=\"deepspeed.async_io.windows_link\"}";
+  ASSERT_TRUE(Eventually([&] { return Sample(Metrics(), aio) == 4; })) << Metrics();
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  std::vector<std::string> news;
+  for (const auto& r : hook.requests()) {
+    const json body = Body(r);
+    for (const json& a : body["alerts"]) {
+      if (a["rule_id"] == "deepspeed.async_io.windows_link") news.push_back(a["signature"]);
+    }
+  }
+  EXPECT_EQ(std::vector<std::string>{"deepspeed.async_io.windows_link{lib=aio}"}, news);
+  Append("build.log",
+         "DS_BUILD_OPS=1\nLINK : fatal error LNK1181: cannot open input file 'cufile.lib'\n"
+         "[ERROR] Unable to pre-compile gds\n");
+  ASSERT_TRUE(Eventually([&] {
+    for (const auto& r : hook.requests()) {
+      const json body = Body(r);
+      for (const json& a : body["alerts"]) {
+        if (a["signature"] == "deepspeed.async_io.windows_link{lib=cufile}") return a["kind"] == "new";
+      }
+    }
+    return false;
+  }));
+}
+
+TEST_F(AlertsTest, AWarningIsCountedButPagesNobody) {
+  TestReceiver hook;
+  const std::string config =
+      WriteConfig(Hook("hook", hook), 0, std::string(FAULTLINE_SOURCE_DIR) + "/rules");
+  Daemon agent({"run", "-c", config});
+  ASSERT_TRUE(Eventually([&] { return Ready(); }, std::chrono::seconds(60))) << agent.Stderr();
+  // The import-time probe: the same LNK1181 line, no build around it.
+  Append("import.log",
+         "[2025-03-14 09:12:05,331] [INFO] [real_accelerator.py:219:get_accelerator] Setting "
+         "ds_accelerator to cuda (auto detect)\n"
+         "test.c\nLINK : fatal error LNK1181: cannot open input file 'aio.lib'\n");
+  ASSERT_TRUE(Eventually([&] {
+    return Sample(Metrics(), "faultline_signature_matches_total{lib=\"aio\",severity=\"warning\",signature=\"deepspeed.async_io.windows_link\"}") == 1;
+  })) << Metrics();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(0u, hook.count());
+}
+
 TEST_F(AlertsTest, MutedSignaturesAreCountedAndSummarisedWhenUnmuted) {
   TestReceiver hook;
   const std::string config = WriteConfig(Hook("hook", hook));
