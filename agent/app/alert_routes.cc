@@ -203,7 +203,7 @@ Result<std::string> AdminToken(const Config& config, bool create) {
     if (token.size() < 16) return Error{path, 0, "", "", "the admin token must be at least 16 characters"};
     return token;
   };
-  if (!config.admin_token_file.empty()) return read(config.admin_token_file);
+  if (!config.http_admin_token_file.empty()) return read(config.http_admin_token_file);
   const std::string path = AdminTokenPath(config);
   std::error_code ec;
   if (std::filesystem::exists(path, ec) || !create) return read(path);

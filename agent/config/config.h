@@ -115,7 +115,7 @@ struct Config {
   uint16_t http_port = 9464;
   bool http_listen_set = false;  // the file set http.listen (`watch -c` serves metrics only then)
   // The admin API's bearer token, from this file; empty: generated into the state folder.
-  std::string admin_token_file;
+  std::string http_admin_token_file;
 
   std::string log_level = "info";  // trace | debug | info | warn | error
 

@@ -338,7 +338,7 @@ class ConfigParser {
       std::optional<std::string> text = Scalar(f, key);
       if (!text) continue;
       if (f.name == "admin_token_file") {
-        config->admin_token_file = Resolve(*text);
+        config->http_admin_token_file = Resolve(*text);
         continue;
       }
       std::string why;

@@ -470,7 +470,7 @@ TEST_F(ConfigLoaderTest, AlertsReceiversAndFixes) {
   Result<Config> result = LoadConfig(path);
   ASSERT_TRUE(result.ok()) << FormatErrors(result.errors());
   const Config& c = result.value();
-  EXPECT_EQ(In("token"), c.admin_token_file);
+  EXPECT_EQ(In("token"), c.http_admin_token_file);
   EXPECT_TRUE(c.alerts.enabled);
   EXPECT_EQ(0, c.alerts.group_wait_ms);
   EXPECT_EQ(60000, c.alerts.quiet_for_ms);
