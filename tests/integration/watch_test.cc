@@ -321,6 +321,7 @@ class OnTerminal {
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
   const std::string& seen() const { return seen_; }
+  pid_t pid() const { return pid_; }
 
  private:
   bool ReadSome() {
@@ -355,6 +356,27 @@ TEST_F(WatchTest, OnATerminalTheCommandRunsOnAPtyInTheForeground) {
   terminal.Type("\x03");  // Ctrl-C
   EXPECT_EQ(128 + SIGINT, terminal.Exit()) << terminal.seen();
   EXPECT_THAT(terminal.seen(), HasSubstr("faultline: no known failure found"));
+}
+
+// Ctrl-Z stops the command, and faultline stops too so that the shell gets the terminal back;
+// continued in the foreground (`fg`: SIGCONT, faultline's group holding the terminal), faultline
+// gives the terminal back to the command and continues it.
+TEST_F(WatchTest, OnATerminalCtrlZStopsBothAndFgContinuesBoth) {
+  OnTerminal terminal(
+      {"watch", "--rules", dir_ + "/rules", "--", "sh", "-c",
+       "echo ready; sleep 0.3; echo resumed; read answer; echo \"answer: $answer\""});
+  ASSERT_TRUE(terminal.Shows("ready\n")) << terminal.seen();
+  terminal.Type("\x1a");  // Ctrl-Z
+  int status = 0;
+  ASSERT_TRUE(
+      Eventually([&] { return waitpid(terminal.pid(), &status, WNOHANG | WUNTRACED) > 0; }));
+  ASSERT_TRUE(WIFSTOPPED(status));
+  EXPECT_EQ(std::string::npos, terminal.seen().find("resumed"));
+  kill(terminal.pid(), SIGCONT);
+  ASSERT_TRUE(terminal.Shows("resumed\n")) << terminal.seen();
+  terminal.Type("yes\n");  // the command has the terminal again
+  EXPECT_EQ(0, terminal.Exit()) << terminal.seen();
+  EXPECT_THAT(terminal.seen(), HasSubstr("answer: yes\n"));
 }
 
 // In the foreground with stdout to a file (`> log`, `| tee`): the command shares faultline's
