@@ -271,6 +271,15 @@ class OnTerminal {
     argv.push_back(nullptr);
     pid_ = fork();
     if (pid_ == 0) {
+      // A login session starts with every signal at its default: a test run from a background
+      // job of a non-interactive shell (as CI's is) inherits SIGINT and SIGQUIT ignored, and then
+      // Ctrl-C would reach nobody.
+      for (const int signal_number : {SIGINT, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGHUP, SIGTERM}) {
+        signal(signal_number, SIG_DFL);
+      }
+      sigset_t none;
+      sigemptyset(&none);
+      sigprocmask(SIG_SETMASK, &none, nullptr);
       setsid();
       const int slave = open(slave_name.c_str(), O_RDWR);  // becomes the controlling terminal
       termios mode{};
@@ -345,16 +354,21 @@ TEST_F(WatchTest, OnATerminalTheCommandRunsOnAPtyInTheForeground) {
   OnTerminal terminal({"watch", "--rules", dir_ + "/rules", "--", "sh", "-c",
                        "test -t 1 && echo stdout-is-a-tty; test -t 2 && echo stderr-is-a-tty >&2;"
                        "stty size <&1; printf '\\033[32mgreen\\033[0m 50%%\\r100%%\\n';"
-                       "echo 'proceed?'; read answer; echo \"answer: $answer\"; sleep 30"});
+                       "echo 'proceed?'; read answer; echo \"answer: $answer\";"
+                       // Armed only once the trap is set: a Ctrl-C that reached sh just before it
+                       // started a plain `sleep` would wait for the sleep to end (dash).
+                       "trap 'echo interrupted; trap - INT; kill -INT $$' INT; echo armed;"
+                       "while :; do sleep 0.05; done"});
   ASSERT_TRUE(terminal.Shows("proceed?\n")) << terminal.seen();
   EXPECT_THAT(terminal.seen(), HasSubstr("stdout-is-a-tty\n"));
   EXPECT_THAT(terminal.seen(), HasSubstr("stderr-is-a-tty\n"));
   EXPECT_THAT(terminal.seen(), HasSubstr("33 111\n"));
   EXPECT_THAT(terminal.seen(), HasSubstr("\x1b[32mgreen\x1b[0m 50%\r100%\n"));
   terminal.Type("yes\n");
-  ASSERT_TRUE(terminal.Shows("answer: yes\n")) << terminal.seen();
+  ASSERT_TRUE(terminal.Shows("answer: yes\narmed\n")) << terminal.seen();
   terminal.Type("\x03");  // Ctrl-C
   EXPECT_EQ(128 + SIGINT, terminal.Exit()) << terminal.seen();
+  EXPECT_THAT(terminal.seen(), HasSubstr("interrupted\n"));
   EXPECT_THAT(terminal.seen(), HasSubstr("faultline: no known failure found"));
 }
 
