@@ -31,9 +31,10 @@ namespace faultline {
 // Produces the response to one request of its route. Runs on the loop thread; must not throw.
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 // For a route whose answer takes work off the loop (a reload): the handler starts the work and
-// returns; the responder is called later, once, on the loop thread, with the response. Calling it
-// after the connection went away does nothing. The route's owner must make sure it is called in
-// bounded time: the connection waits for it without a deadline of its own.
+// returns; the responder is called later, once, on the loop thread, with the response. It keeps
+// the connection alive until it is called or destroyed; calling it after the connection was
+// closed does nothing. The route's owner must call it (or drop it) in bounded time: the
+// connection waits for it without a deadline of its own.
 using HttpResponder = std::function<void(HttpResponse)>;
 using HttpDeferredHandler = std::function<void(const HttpRequest&, HttpResponder)>;
 

@@ -153,9 +153,9 @@ class HttpServer::Connection : public std::enable_shared_from_this<HttpServer::C
   void Defer() {
     phase_ = Phase::kAnswer;
     const HttpRoute& route = session_.deferred_route();
-    HttpResponder respond = [weak = weak_from_this()](HttpResponse response) {
-      const std::shared_ptr<Connection> self = weak.lock();
-      if (self == nullptr || self->closed_ || self->delivered_) return;
+    // The responder owns the connection until it answers: nothing else is in flight for it.
+    HttpResponder respond = [self = shared_from_this()](HttpResponse response) {
+      if (self->closed_ || self->delivered_) return;
       self->delivered_ = true;
       self->Do(self->session_.Deliver(std::move(response)));
     };

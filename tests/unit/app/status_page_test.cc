@@ -109,6 +109,7 @@ TEST(StatusPage, ShowsTheStateWhenTheTrackerGivesOneAndTheLastReload) {
                                        .trigger = "SIGHUP",
                                        .ok = false,
                                        .errors = {"/etc/f.yaml:4: key 'http.listen': <bad>"},
+                                       .warnings = {},
                                        .duration_ms = 12.5,
                                        .apply_ms = 1.5};
   r.reloads_failed = 1;
@@ -132,7 +133,7 @@ TEST(StatusJson, CarriesTheSameReport) {
   EXPECT_EQ("<script>x</script>", s["last_hit"]["text"]);
   EXPECT_EQ("before", s["last_hit"]["context_before"][0]);
   EXPECT_EQ(812, s["last_hit"]["line"]);
-  EXPECT_EQ("2026-05-28T20:25:33Z", s["last_seen"]);
+  EXPECT_EQ("2026-05-28T20:26:33Z", s["last_seen"]);
   EXPECT_EQ("train", j["sources"][0]["id"]);
   EXPECT_EQ(5536, j["sources"][0]["streams"][0]["lag_bytes"]);
   EXPECT_EQ("Permission denied", j["sources"][0]["problems"][0]["message"]);
