@@ -106,10 +106,11 @@ long OpenDescriptors() {
 
 }  // namespace
 
-Agent::Agent(Config config, std::shared_ptr<const RuleSet> rules)
+Agent::Agent(Config config, std::shared_ptr<const RuleSet> rules, AgentOptions options)
     : config_(std::move(config)),
       rules_(std::move(rules)),
-      signals_(io_, SIGINT, SIGTERM, SIGHUP),
+      options_(options),
+      signals_(io_),
       metrics_(signature_labels_),
       metrics_sink_(std::make_unique<MetricsSink>(metrics_)),
       events_(signature_labels_),
@@ -126,6 +127,10 @@ Agent::Agent(Config config, std::shared_ptr<const RuleSet> rules)
 
 Agent::~Agent() = default;
 
+void Agent::AddFindingSink(FindingSink* sink) { findings_.Add(sink); }
+
+void Agent::AddSource(SourceBuilder build) { extra_sources_.push_back(std::move(build)); }
+
 bool Agent::Start(std::string* error) {
   if (!config_.http_admin_token_file.empty()) {
     Result<AdminToken> token = ReadAdminToken(config_.http_admin_token_file);
@@ -136,17 +141,29 @@ bool Agent::Start(std::string* error) {
     admin_token_ = token.value().token;
     if (!token.value().warning.empty()) spdlog::warn("{}", token.value().warning);
   }
-  AddRoutes();
-  if (!http_.Listen(config_.http_address, config_.http_port, error)) return false;
-  spdlog::info("serving /metrics on http://{}:{}/metrics", config_.http_address, http_.port());
+  // Caught from here on, queued until Run: a SIGTERM while sources start still stops cleanly.
+  if (options_.handle_signals) {
+    signals_.add(SIGINT);
+    signals_.add(SIGTERM);
+    signals_.add(SIGHUP);
+    WaitForSignal();
+  }
+  if (options_.serve_http) {
+    AddRoutes();
+    if (!http_.Listen(config_.http_address, config_.http_port, error)) return false;
+    spdlog::info("serving /metrics on http://{}:{}/metrics", config_.http_address, http_.port());
+  }
 
   // One descriptor budget for every source, from the limit raised as far as it goes.
   descriptors_ = std::make_shared<DescriptorBudget>(
       DescriptorBudget::ForLimit(RaiseDescriptorLimit(), config_.max_open_files));
-  sources_.Apply(config_);
+  if (options_.config_sources) sources_.Apply(config_);
+  const SourceContext context = ContextFor(config_);
+  for (const SourceBuilder& build : extra_sources_) extra_running_.push_back(build(context));
+  for (auto& source : extra_running_) source->Start();
   sources_started_ = true;
-  StartReloads();
-  WaitForSignal();
+  // Reload re-reads the config's sources; an agent without them has nothing to reload.
+  if (options_.config_sources) StartReloads();
   return true;
 }
 
@@ -165,6 +182,15 @@ SourceContext Agent::ContextFor(const Config& section) {
             };
           },
       .descriptors = descriptors_,
+      // Sources end only from the loop, after Start has returned: the sources are all there.
+      .ended =
+          [this] {
+            if (++ended_sources_ < sources_.size() + extra_running_.size()) return;
+            asio::post(io_, [this] {
+              spdlog::info("every source has ended, stopping");
+              Stop();
+            });
+          },
   };
 }
 
@@ -200,7 +226,7 @@ void Agent::AddRoutes() {
                     }
                     return HttpResponse{200, "text/plain; charset=utf-8",
                                         "ready: " + std::to_string(rules_->rules().size()) +
-                                            " rules, " + std::to_string(sources_.size()) +
+                                            " rules, " + std::to_string(sources_.size() + extra_running_.size()) +
                                             " source(s)\n"};
                   }});
 }
@@ -209,8 +235,12 @@ void Agent::WaitForSignal() {
   signals_.async_wait([this](const boost::system::error_code& ec, int signal) {
     if (ec) return;
     if (signal == SIGHUP) {
-      spdlog::info("received SIGHUP: reloading {}", config_.file);
-      reloads_->Request("SIGHUP");
+      if (reloads_ != nullptr) {
+        spdlog::info("received SIGHUP: reloading {}", config_.file);
+        reloads_->Request("SIGHUP");
+      } else {
+        spdlog::warn("received SIGHUP: this agent has no config sources to reload; still running");
+      }
       WaitForSignal();
       return;
     }
@@ -235,11 +265,14 @@ std::string Agent::NotReadyReason() const {
 void Agent::Run() { io_.run(); }
 
 void Agent::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
   boost::system::error_code ignored;
   signals_.cancel(ignored);
   if (reloads_ != nullptr) reloads_->Stop();
   if (config_watcher_ != nullptr) config_watcher_->Stop();
   sources_.Stop();
+  for (auto& source : extra_running_) source->Stop();
   http_.Stop();
 }
 

@@ -9,13 +9,16 @@
 // installed on the same loop (Start installs one for SIGINT and SIGTERM, and SIGHUP reloads).
 // Reload (SIGHUP, POST /-/reload, reload.watch) loads and compiles on the ReloadCoordinator's
 // worker and is applied on the loop by ApplyReload (agent_reload.cc says what changes and what
-// stays). Start fails, with the reason, only at load time (the listener cannot bind, the admin
-// token file cannot be read). Owns everything it creates; the RuleSet is shared.
+// stays); an agent without config sources (`faultline watch`) does not reload. When every source
+// has ended (stdin closed; sources that follow files never end), the agent stops by itself.
+// Start fails, with the reason, only at load time (the listener cannot bind, the admin token file
+// cannot be read). Owns everything it creates; the RuleSet is shared.
 #ifndef FAULTLINE_APP_AGENT_H_
 #define FAULTLINE_APP_AGENT_H_
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,10 +41,27 @@
 
 namespace faultline {
 
+// What a command that embeds the agent changes (`faultline watch`); the defaults are the daemon's.
+struct AgentOptions {
+  bool serve_http = true;      // listen on http.listen; false: no HTTP server at all
+  bool handle_signals = true;  // SIGINT/SIGTERM stop the agent (watch forwards them instead)
+  bool config_sources = true;  // start the sources the config declares
+};
+
 class Agent {
  public:
-  Agent(Config config, std::shared_ptr<const RuleSet> rules);
+  using SourceBuilder = std::function<std::unique_ptr<Source>(const SourceContext&)>;
+
+  Agent(Config config, std::shared_ptr<const RuleSet> rules, AgentOptions options = {});
   ~Agent();
+
+  // Before Start: one more stage of the finding fan-out, after the agent's own (watch's report).
+  // Not owned; must outlive the agent.
+  void AddFindingSink(FindingSink* sink);
+  // Before Start: a source the config does not declare (watch's command), built with the same
+  // context as the config's sources and started after them.
+  void AddSource(SourceBuilder build);
+  Metrics& metrics() { return metrics_; }
 
   bool Start(std::string* error);
   // Runs the loop until SIGINT/SIGTERM or Stop().
@@ -73,6 +93,8 @@ class Agent {
 
   Config config_;  // the running config: replaced by a reload
   std::shared_ptr<const RuleSet> rules_;
+  const AgentOptions options_;
+  std::vector<SourceBuilder> extra_sources_;
   asio::io_context io_;
   asio::signal_set signals_;
   SignatureLabels signature_labels_;
@@ -93,7 +115,10 @@ class Agent {
   std::string admin_token_;
   // Every stream's pipeline, for a reload to rebind (declared before the sources that own them).
   std::unordered_set<MatchedStream*> live_streams_;
-  SourceSet sources_;
+  SourceSet sources_;  // the config's sources, by id
+  std::vector<std::unique_ptr<Source>> extra_running_;  // from extra_sources_, never reloaded
+  size_t ended_sources_ = 0;
+  bool stopped_ = false;
   std::unique_ptr<ReloadCoordinator> reloads_;
   std::unique_ptr<ConfigWatcher> config_watcher_;
   std::optional<ReloadResult> last_reload_;

@@ -125,7 +125,8 @@ std::vector<std::string> Agent::ApplyReload(LoadedConfig next, std::string* summ
     }
   }
 
-  // Sources last: the ones started now take the new rules.
+  // Sources last: the ones started now take the new rules. (Reload runs only in agents whose
+  // sources are the config's.)
   const SourceSet::Changes changes = sources_.Apply(config_);
   for (const std::string& id : changes.restarted) {
     warnings.push_back("source " + id + " restarted: its settings changed");

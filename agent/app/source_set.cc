@@ -22,13 +22,18 @@ void AddSections(const Config& base, const std::vector<Section>& list,
 std::map<std::string, Config> SourceSections(const Config& config) {
   Config base = config;
   base.file_sources.clear();
+  base.stdin_sources.clear();
+  base.fifo_sources.clear();
   std::map<std::string, Config> sections;
   AddSections(base, config.file_sources, &Config::file_sources, sections);
+  AddSections(base, config.stdin_sources, &Config::stdin_sources, sections);
+  AddSections(base, config.fifo_sources, &Config::fifo_sources, sections);
   return sections;
 }
 
 bool SameSourceSection(const Config& a, const Config& b) {
-  return a.file_sources == b.file_sources;
+  return a.file_sources == b.file_sources && a.stdin_sources == b.stdin_sources &&
+         a.fifo_sources == b.fifo_sources;
 }
 
 SourceSet::Running SourceSet::Start(Config section) {

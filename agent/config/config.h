@@ -51,6 +51,21 @@ struct ReloadConfig {
   std::size_t max_memory_bytes = std::size_t{1} << 30;
 };
 
+// `type: stdin`: the agent's standard input, read as one stream that ends when stdin closes (at
+// most one such source). When every source of the agent has ended, the agent stops (exit 0).
+struct StdinSourceConfig {
+  std::string id;
+  bool operator==(const StdinSourceConfig&) const = default;
+};
+
+// `type: fifo`: a named pipe, created (mode 0600) when the path does not exist; writers may close
+// and reopen it at will (agent/source/fifo_reader.h).
+struct FifoSourceConfig {
+  std::string id;
+  std::string path;  // absolute
+  bool operator==(const FifoSourceConfig&) const = default;
+};
+
 struct Config {
   std::string file;  // the config file this was loaded from
 
@@ -61,11 +76,15 @@ struct Config {
 
   std::string http_address = "127.0.0.1";
   uint16_t http_port = 9464;
+<<<<<<< HEAD
   // A file holding the bearer token of the admin routes that change state (POST /-/reload);
   // empty: those routes are refused. Absolute.
   std::string http_admin_token_file;
 
   ReloadConfig reload;
+=======
+  bool http_listen_set = false;  // the file set http.listen (`watch -c` serves metrics only then)
+>>>>>>> main
 
   std::string log_level = "info";  // trace | debug | info | warn | error
 
@@ -73,6 +92,8 @@ struct Config {
   std::size_t max_open_files = 0;
 
   std::vector<FileSourceConfig> file_sources;
+  std::vector<StdinSourceConfig> stdin_sources;
+  std::vector<FifoSourceConfig> fifo_sources;
 };
 
 }  // namespace faultline
