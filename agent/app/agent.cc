@@ -224,10 +224,10 @@ void Agent::AddRoutes() {
                     if (!reason.empty()) {
                       return HttpResponse{503, "text/plain; charset=utf-8", reason + "\n"};
                     }
+                    const size_t sources = sources_.size() + extra_running_.size();
                     return HttpResponse{200, "text/plain; charset=utf-8",
                                         "ready: " + std::to_string(rules_->rules().size()) +
-                                            " rules, " + std::to_string(sources_.size() + extra_running_.size()) +
-                                            " source(s)\n"};
+                                            " rules, " + std::to_string(sources) + " source(s)\n"};
                   }});
 }
 

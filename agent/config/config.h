@@ -76,15 +76,12 @@ struct Config {
 
   std::string http_address = "127.0.0.1";
   uint16_t http_port = 9464;
-<<<<<<< HEAD
+  bool http_listen_set = false;  // the file set http.listen (`watch -c` serves metrics only then)
   // A file holding the bearer token of the admin routes that change state (POST /-/reload);
   // empty: those routes are refused. Absolute.
   std::string http_admin_token_file;
 
   ReloadConfig reload;
-=======
-  bool http_listen_set = false;  // the file set http.listen (`watch -c` serves metrics only then)
->>>>>>> main
 
   std::string log_level = "info";  // trace | debug | info | warn | error
 
