@@ -116,6 +116,8 @@ void WatchedCommand::WaitForSignal() {
     if (ec) return;
     if (signal_number == SIGCHLD) {
       OnChildChanged();
+    } else if (signal_number == SIGINT && child_.shares_group()) {
+      spdlog::debug("SIGINT: the command, in our process group, got it from the terminal too");
     } else if (child_.Signal(signal_number)) {
       spdlog::debug("forwarded signal {} to the command", signal_number);
     }

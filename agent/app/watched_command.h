@@ -6,7 +6,9 @@
 //
 // - Signals: SIGINT, SIGTERM and SIGHUP sent to the watcher are forwarded to the command's process
 //   group (each time, so a second Ctrl-C does what it does to the command); the watcher itself
-//   waits for the command to end. A signal the watcher's parent ignored stays ignored.
+//   waits for the command to end. A signal the watcher's parent ignored stays ignored. SIGINT is
+//   not forwarded to a command that shares the watcher's process group (child_process.h): the
+//   terminal's Ctrl-C reached it already.
 // - Stopped (Ctrl-Z while the command runs in the foreground of a terminal): the watcher takes the
 //   terminal back and stops too, so the shell gets its prompt; `fg` continues both.
 // - End: the stream ends when the command has exited and its output has closed. A process the

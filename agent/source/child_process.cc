@@ -128,7 +128,9 @@ bool ChildProcess::Spawn(const ChildSpec& spec, std::string* error, int* exit_st
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  foreground_ = spec.foreground && InForeground();
+  const bool in_foreground = spec.foreground && InForeground();
+  foreground_ = in_foreground && isatty(STDOUT_FILENO) == 1;
+  shares_group_ = in_foreground && !foreground_;
 
   // Signals stay blocked across fork: a signal that reached the child before exec would run the
   // watcher's handler there, which writes to the watcher's own signal pipe.
@@ -138,7 +140,7 @@ bool ChildProcess::Spawn(const ChildSpec& spec, std::string* error, int* exit_st
   const pid_t pid = fork();
   if (pid == 0) {
     // The child: only async-signal-safe calls from here to exec.
-    setpgid(0, 0);
+    if (!shares_group_) setpgid(0, 0);
     if (foreground_) tcsetpgrp(STDIN_FILENO, getpid());  // SIGTTOU is blocked
     dup2(out_write, STDOUT_FILENO);
     dup2(spec.shared_pty ? out_write : err_write, STDERR_FILENO);
@@ -158,7 +160,7 @@ bool ChildProcess::Spawn(const ChildSpec& spec, std::string* error, int* exit_st
     _exit(127);
   }
   const int fork_errno = errno;
-  if (pid > 0) {
+  if (pid > 0 && !shares_group_) {
     setpgid(pid, pid);  // also here, so that the group exists before either side relies on it
     if (foreground_) tcsetpgrp(STDIN_FILENO, pid);
   }
@@ -199,7 +201,7 @@ bool ChildProcess::Spawn(const ChildSpec& spec, std::string* error, int* exit_st
 bool ChildProcess::Signal(int signal) {
   if (pid_ <= 0 || reaped_) return false;
   // The command may have left the group it was started in (setsid): then only its own pid.
-  if (kill(-pid_, signal) != 0) kill(pid_, signal);
+  if (shares_group_ || kill(-pid_, signal) != 0) kill(pid_, signal);
   return true;
 }
 

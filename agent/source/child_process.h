@@ -13,11 +13,15 @@
 // Process group and signals: the child leads a process group of its own, so a signal sent to the
 // watcher's group (a CI runner cancelling the job, Ctrl-C on a terminal where the watcher runs in
 // the foreground) reaches the child only through the watcher, which forwards it once (Signal).
-// When the watcher is the foreground job of the terminal on its stdin, the child's group is made
-// the foreground instead, as a shell would: Ctrl-C, Ctrl-Z and typed input (a prompt, a password
-// read from /dev/tty) go to the command directly. TakeTerminal/GiveTerminal move the terminal
-// back and forth when the command is stopped and continued. Signals the watcher's parent ignored
-// (nohup's SIGHUP) stay ignored in the child.
+// When the watcher is the foreground job of the terminal on its stdin and its stdout is that
+// terminal, the child's group is made the foreground instead, as a shell would: Ctrl-C, Ctrl-Z and
+// typed input (a prompt, a password read from /dev/tty) go to the command directly.
+// TakeTerminal/GiveTerminal move the terminal back and forth when the command is stopped and
+// continued. When the watcher is in the foreground but its output goes elsewhere (`| less`,
+// `| tee log`, `> log`), taking the terminal would stop `less` from reading it; then the child
+// stays in the watcher's group (shares_group()): the terminal's Ctrl-C reaches it directly and
+// must not be forwarded again. Signals the watcher's parent ignored (nohup's SIGHUP) stay
+// ignored in the child. The pty keeps the window size the terminal had when the command started.
 //
 // Exec failure (no such command, not executable) is reported by Spawn with the shell's exit
 // status for it (127, 126). Not thread-safe; Spawn forks, so call it before any thread starts.
@@ -39,7 +43,8 @@ struct ChildSpec {
   bool stderr_pty = false;
   bool shared_pty = false;    // both on one pty (requires stdout_pty and stderr_pty)
   int window_size_from = -1;  // a terminal whose window size the pty takes; -1: none
-  // Give the child's process group the terminal on descriptor 0 while it runs.
+  // Let the child have the terminal on descriptor 0 (its own foreground group, or the watcher's
+  // group) when the watcher is that terminal's foreground job; false: always a group of its own.
   bool foreground = false;
   // Descriptors the watcher inherited: passed on. Every other one is closed in the child.
   std::set<int> inherited_fds;
@@ -69,8 +74,12 @@ class ChildProcess {
   pid_t pid() const { return pid_; }
   // Whether the child's process group holds the terminal while it runs.
   bool foreground() const { return foreground_; }
+  // Whether the child is in the watcher's own process group (it then gets the terminal's signals
+  // itself).
+  bool shares_group() const { return shares_group_; }
 
-  // Sends `signal` to the child's process group; false once it has been reaped.
+  // Sends `signal` to the child's process group (to the child alone when it shares the watcher's
+  // group); false once it has been reaped.
   bool Signal(int signal);
   // waitpid without blocking. Returns true when the child has exited or was killed; its exit
   // status as a shell shows it (the code, or 128 + the signal) goes to `exit_status`. Sets
@@ -85,6 +94,7 @@ class ChildProcess {
  private:
   pid_t pid_ = -1;
   bool foreground_ = false;
+  bool shares_group_ = false;
   bool reaped_ = false;
   int stdout_fd_ = -1;
   int stderr_fd_ = -1;

@@ -217,6 +217,35 @@ TEST_F(WatchTest, HundredMegabytesOnBothStreamsWithoutDeadlock) {
   std::cout << "watch passed through and matched 100 MB in " << seconds.count() << " s\n";
 }
 
+// With a config that sets http.listen, the command's findings are on /metrics while it runs.
+TEST_F(WatchTest, WithAConfigThatListensServesMetricsWhileTheCommandRuns) {
+  const uint16_t port = testing::FreePort();
+  std::ofstream(dir_ + "/faultline.yaml")
+      << "rules:\n  paths: [rules]\nhttp:\n  listen: 127.0.0.1:" << port << "\n";
+  const std::string done = dir_ + "/done";
+  bool seen = false;
+  const Watched w = WatchWith(
+      {"-c", dir_ + "/faultline.yaml", "--", "sh", "-c",
+       "echo 'CUDA out of memory'; echo step; echo 'CUDA out of memory' >&2;"
+       "while [ ! -e \"$1\" ]; do sleep 0.05; done",
+       "sh", done},
+      [&](pid_t) {
+        std::string body;
+        if (seen || testing::HttpGet(port, "/metrics", &body) != 200) return;
+        if (body.find(
+                "faultline_signature_matches_total{severity=\"error\",signature=\"t.oom\"} 2\n") ==
+                std::string::npos ||
+            body.find("faultline_lines_total{source=\"watch\"} 3\n") == std::string::npos) {
+          return;
+        }
+        seen = true;
+        std::ofstream(done) << "";
+      });
+  EXPECT_TRUE(seen) << w.err;
+  EXPECT_EQ(0, w.exit_code);
+  EXPECT_THAT(w.err, HasSubstr("signature:  t.oom  (2 lines)"));
+}
+
 // A command that leaves a process behind holding its output open: watch still ends.
 TEST_F(WatchTest, EndsWhenTheCommandExitsEvenIfItsOutputStaysOpen) {
   const Watched w = Watch({"--", "sh", "-c", "sleep 30 & echo started"});
@@ -225,77 +254,127 @@ TEST_F(WatchTest, EndsWhenTheCommandExitsEvenIfItsOutputStaysOpen) {
   EXPECT_THAT(w.err, HasSubstr("no known failure found"));
 }
 
-// With faultline's stdout, stderr and stdin on a terminal (a pty this test holds as the
-// controlling terminal), the command sees a terminal of the same size, its bytes arrive
-// unchanged, and Ctrl-C typed on the terminal reaches the command, which runs in the foreground.
-TEST_F(WatchTest, OnATerminalTheCommandRunsOnAPtyInTheForeground) {
-  const int master = posix_openpt(O_RDWR | O_NOCTTY);
-  ASSERT_GE(master, 0);
-  ASSERT_EQ(0, grantpt(master));
-  ASSERT_EQ(0, unlockpt(master));
-  const std::string slave_name = ptsname(master);
-  std::vector<std::string> storage{
-      FAULTLINE_BINARY,
-      "watch",
-      "--",
-      "sh",
-      "-c",
-      "test -t 1 && echo stdout-is-a-tty; test -t 2 && echo stderr-is-a-tty >&2;"
-      "stty size <&1; printf '\\033[32mgreen\\033[0m 50%%\\r100%%\\n'; echo ready;"
-      "sleep 30"};
-  std::vector<char*> argv;
-  for (auto& s : storage) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    setsid();
-    const int slave = open(slave_name.c_str(), O_RDWR);  // becomes the controlling terminal
-    termios mode{};
-    tcgetattr(slave, &mode);
-    mode.c_oflag &= ~OPOST;  // bytes as written, so they can be compared
-    mode.c_lflag &= ~ECHO;
-    tcsetattr(slave, TCSANOW, &mode);
-    winsize size{};
-    size.ws_row = 33;
-    size.ws_col = 111;
-    ioctl(slave, TIOCSWINSZ, &size);
-    dup2(slave, 0);
-    dup2(slave, 1);
-    dup2(slave, 2);
-    close(slave);
-    execv(argv[0], argv.data());
-    _exit(127);
+// faultline started on a terminal, as from a shell: a pty this test holds, which is the
+// controlling terminal of faultline's session, with faultline its foreground job. Its stdin and
+// stderr are the terminal; its stdout too, or a file when `stdout_file` is given.
+class OnTerminal {
+ public:
+  OnTerminal(const std::vector<std::string>& args, const std::string& stdout_file = "") {
+    master_ = posix_openpt(O_RDWR | O_NOCTTY);
+    grantpt(master_);
+    unlockpt(master_);
+    const std::string slave_name = ptsname(master_);
+    std::vector<std::string> storage{FAULTLINE_BINARY};
+    storage.insert(storage.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& s : storage) argv.push_back(s.data());
+    argv.push_back(nullptr);
+    pid_ = fork();
+    if (pid_ == 0) {
+      setsid();
+      const int slave = open(slave_name.c_str(), O_RDWR);  // becomes the controlling terminal
+      termios mode{};
+      tcgetattr(slave, &mode);
+      mode.c_oflag &= ~OPOST;  // bytes as written, so they can be compared
+      mode.c_lflag &= ~ECHO;
+      tcsetattr(slave, TCSANOW, &mode);
+      winsize size{};
+      size.ws_row = 33;
+      size.ws_col = 111;
+      ioctl(slave, TIOCSWINSZ, &size);
+      dup2(slave, 0);
+      dup2(stdout_file.empty() ? slave : open(stdout_file.c_str(), O_WRONLY | O_CREAT, 0644), 1);
+      dup2(slave, 2);
+      close(slave);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
   }
-  std::string seen;
-  auto read_some = [&] {
+  ~OnTerminal() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    close(master_);
+  }
+  // What the terminal shows, once it shows `text`.
+  bool Shows(const std::string& text) {
+    return Eventually([&] {
+      ReadSome();
+      return seen_.find(text) != std::string::npos;
+    });
+  }
+  void Type(const std::string& keys) {
+    ASSERT_EQ(static_cast<ssize_t>(keys.size()), write(master_, keys.data(), keys.size()));
+  }
+  // faultline's exit status; -1 when it was killed by a signal itself or did not exit.
+  int Exit() {
+    int status = 0;
+    const bool exited = Eventually([&] {
+      ReadSome();
+      return waitpid(pid_, &status, WNOHANG) == pid_;
+    });
+    if (!exited) return -1;
+    pid_ = -1;
+    while (ReadSome()) {
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  const std::string& seen() const { return seen_; }
+
+ private:
+  bool ReadSome() {
     char buffer[4096];
-    pollfd ready{master, POLLIN, 0};
+    pollfd ready{master_, POLLIN, 0};
     if (poll(&ready, 1, 50) <= 0) return false;
-    const ssize_t n = read(master, buffer, sizeof buffer);
+    const ssize_t n = read(master_, buffer, sizeof buffer);
     if (n <= 0) return false;
-    seen.append(buffer, static_cast<size_t>(n));
+    seen_.append(buffer, static_cast<size_t>(n));
     return true;
-  };
-  ASSERT_TRUE(Eventually([&] {
-    read_some();
-    return seen.find("ready\n") != std::string::npos;
-  })) << seen;
-  EXPECT_THAT(seen, HasSubstr("stdout-is-a-tty\n"));
-  EXPECT_THAT(seen, HasSubstr("stderr-is-a-tty\n"));
-  EXPECT_THAT(seen, HasSubstr("33 111\n"));
-  EXPECT_THAT(seen, HasSubstr("\x1b[32mgreen\x1b[0m 50%\r100%\n"));
-  ASSERT_EQ(1, write(master, "\x03", 1));  // Ctrl-C, typed on the terminal
-  int status = 0;
-  ASSERT_TRUE(Eventually([&] {
-    read_some();
-    return waitpid(pid, &status, WNOHANG) == pid;
-  })) << seen;
-  while (read_some()) {
   }
-  close(master);
-  ASSERT_TRUE(WIFEXITED(status)) << "faultline itself was killed by signal " << WTERMSIG(status);
-  EXPECT_EQ(128 + SIGINT, WEXITSTATUS(status)) << seen;
-  EXPECT_THAT(seen, HasSubstr("faultline: no known failure found"));
+
+  int master_ = -1;
+  pid_t pid_ = -1;
+  std::string seen_;
+};
+
+// On a terminal the command sees a terminal of the same size, its bytes arrive unchanged, it
+// reads what is typed, and Ctrl-C reaches it, as the foreground job; faultline survives to report.
+TEST_F(WatchTest, OnATerminalTheCommandRunsOnAPtyInTheForeground) {
+  OnTerminal terminal({"watch", "--rules", dir_ + "/rules", "--", "sh", "-c",
+                       "test -t 1 && echo stdout-is-a-tty; test -t 2 && echo stderr-is-a-tty >&2;"
+                       "stty size <&1; printf '\\033[32mgreen\\033[0m 50%%\\r100%%\\n';"
+                       "echo 'proceed?'; read answer; echo \"answer: $answer\"; sleep 30"});
+  ASSERT_TRUE(terminal.Shows("proceed?\n")) << terminal.seen();
+  EXPECT_THAT(terminal.seen(), HasSubstr("stdout-is-a-tty\n"));
+  EXPECT_THAT(terminal.seen(), HasSubstr("stderr-is-a-tty\n"));
+  EXPECT_THAT(terminal.seen(), HasSubstr("33 111\n"));
+  EXPECT_THAT(terminal.seen(), HasSubstr("\x1b[32mgreen\x1b[0m 50%\r100%\n"));
+  terminal.Type("yes\n");
+  ASSERT_TRUE(terminal.Shows("answer: yes\n")) << terminal.seen();
+  terminal.Type("\x03");  // Ctrl-C
+  EXPECT_EQ(128 + SIGINT, terminal.Exit()) << terminal.seen();
+  EXPECT_THAT(terminal.seen(), HasSubstr("faultline: no known failure found"));
+}
+
+// In the foreground with stdout to a file (`> log`, `| tee`): the command shares faultline's
+// process group, so it still reads the terminal (no SIGTTIN), and Ctrl-C reaches it from the
+// terminal. The command here survives SIGINT; faultline, which got it too, waits for it to end.
+TEST_F(WatchTest, OnATerminalWithOutputElsewhereTheCommandSharesTheTerminal) {
+  const std::string out = dir_ + "/out.log";
+  OnTerminal terminal({"watch", "--rules", dir_ + "/rules", "--", "sh", "-c",
+                       "test -t 1 || echo stdout-is-not-a-tty; echo 'proceed?' >&2; read answer;"
+                       "echo \"answer: $answer\" >&2; trap 'echo interrupted >&2' INT;"
+                       "echo armed >&2; i=0; while [ $i -lt 20 ]; do sleep 0.05; i=$((i+1)); done;"
+                       "exit 3"},
+                      out);
+  ASSERT_TRUE(terminal.Shows("proceed?\n")) << terminal.seen();
+  terminal.Type("yes\n");
+  ASSERT_TRUE(terminal.Shows("answer: yes\narmed\n")) << terminal.seen();
+  terminal.Type("\x03");
+  EXPECT_EQ(3, terminal.Exit()) << terminal.seen();
+  EXPECT_THAT(terminal.seen(), HasSubstr("interrupted\n"));
+  EXPECT_EQ("stdout-is-not-a-tty\n", ReadAll(out));
 }
 
 }  // namespace
