@@ -56,6 +56,7 @@ class SourceSetTest : public ::testing::Test {
           };
         },
         .descriptors = descriptors_,
+        .ended = [] {},  // files never end
     };
   }
 
