@@ -153,6 +153,17 @@ Alerting::Alerting(asio::io_context& io, const Config& config, const std::vector
   }
 }
 
+ErrorList Alerting::BindRules(const std::vector<Rule>& rules) {
+  rules_.clear();
+  for (const Rule& rule : rules) rules_.emplace(rule.id, &rule);
+  Result<std::vector<VersionPattern>> versions = LoadVersionPatterns(config_.rule_paths);
+  if (!versions.ok()) return versions.errors();
+  Result<std::unique_ptr<LineWatcher>> watcher = LineWatcher::Build(versions.value(), rules);
+  if (!watcher.ok()) return watcher.errors();
+  watcher_ = std::move(watcher).value();
+  return {};
+}
+
 Alerting::~Alerting() {
   *alive_ = false;
   Stop();
@@ -177,6 +188,7 @@ void Alerting::Start() {
     OnDelivered(static_cast<int64_t>(ticket), std::move(o));
   });
   Tick();
+  ScheduleFlush();  // groups restored from the store
   Dispatch();
 }
 
@@ -487,6 +499,38 @@ void Alerting::OnCommitted(const std::vector<int64_t>& outbox_seqs) {
   outbox_->MarkDurable(outbox_seqs);
   waiting_for_store_ = outbox_->WaitsForStore();
   Dispatch();
+}
+
+void Alerting::OnCheckpointFailed() {
+  if (!outbox_->WaitsForStore()) return;
+  outbox_->MarkAllDurable();
+  waiting_for_store_ = false;
+  Dispatch();
+}
+
+std::vector<Alerting::PendingGroup> Alerting::PendingGroups() const {
+  std::vector<PendingGroup> out;
+  out.reserve(groups_.size());
+  for (const auto& [key, g] : groups_) {
+    PendingGroup p{.key = key, .target = g.target, .due_ms = g.due_ms, .items = {}};
+    p.items.items = g.items;
+    p.items.more = g.more;
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+void Alerting::RestoreGroups(std::vector<PendingGroup> groups) {
+  for (PendingGroup& p : groups) {
+    if (!outbox_->targets().contains(p.target) || p.items.items.empty()) continue;
+    Group& g = groups_[p.key];
+    g.target = std::move(p.target);
+    g.due_ms = p.due_ms;
+    g.more = p.items.more;
+    g.items = std::move(p.items.items);
+    // Stream 0 is no stream: no context lines come after a restart.
+    g.where.assign(g.items.size(), Waiting{0, 0});
+  }
 }
 
 void Alerting::Dispatch() {

@@ -26,10 +26,12 @@
 //   faultline_signature_occurrences_total{signature,state,reason}. Signature ids are the only
 //   free-form label values, and they are bounded (SignatureLabels).
 //
-// Persistence: the tracker and the outbox report what changed (tracker(), outbox()); the state
-// participant (alert_state.h) writes it with each checkpoint and calls OnCommitted, after which
-// new outbox entries may be sent. Without a store (store_backed false: `alert test`, or no
-// state.dir) entries are sent at once.
+// Persistence: the tracker and the outbox report what changed (tracker(), outbox()), and the
+// groups in group_wait are read whole (PendingGroups); the state participant (alert_states.h)
+// writes them with each checkpoint, in the transaction that holds the counts and offsets of the
+// same lines, and calls OnCommitted, after which new outbox entries may be sent. Without a store
+// (store_backed false: `alert test`, an agent that keeps no state) entries are sent at once, and a
+// restart forgets the lifecycle and what was still queued.
 //
 // Time: Unix milliseconds from the clock given to Create. Not thread-safe: everything runs on the
 // io_context's one thread, the delivery thread posts its results there. Create fails, with file,
@@ -80,6 +82,11 @@ class Alerting {
   Alerting(const Alerting&) = delete;
   Alerting& operator=(const Alerting&) = delete;
 
+  // A reload: the rules (which must outlive the object from now on) and the versions files
+  // beside them. On errors (a bad versions file) the rules are still bound and the previous
+  // version patterns kept; the errors are returned for the reload's warnings.
+  ErrorList BindRules(const std::vector<Rule>& rules);
+
   // Applies the config's `fixes:` and starts the timers and the delivery thread.
   void Start();
   // Stops timers and delivery; what is queued stays in the outbox for the next start.
@@ -119,11 +126,28 @@ class Alerting {
   // JSON of every target's delivery state.
   std::string ReceiversJson() const;
 
-  // Persistence (alert_state.h).
+  // Persistence (alert_states.h).
   SignatureTracker& tracker() { return tracker_; }
   Outbox& outbox() { return *outbox_; }
+  // Items waiting out group_wait: their lifecycle change is in the tracker already, so they are
+  // persisted with it (a crash in group_wait must not lose the `new` it holds). `items` holds the
+  // group's items and `more`; id, receiver and created_ms are not used.
+  struct PendingGroup {
+    std::string key;  // target + '\n' + run
+    std::string target;
+    int64_t due_ms = 0;
+    Notification items;
+  };
+  std::vector<PendingGroup> PendingGroups() const;
+  // At start, before Start: the groups of the last checkpoint (their streams are gone, so they
+  // take no more context lines); due ones go out at Start.
+  void RestoreGroups(std::vector<PendingGroup> groups);
   // The checkpoint holding these outbox entries committed: they may go out.
   void OnCommitted(const std::vector<int64_t>& outbox_seqs);
+  // A checkpoint failed (the store is not writable: full disk, read-only state.dir). Entries that
+  // waited for it go out now rather than wait for a store that may not come back: a crash before
+  // a later checkpoint may then repeat them (at-least-once), but none is held back.
+  void OnCheckpointFailed();
   // Something waits for a checkpoint before it can be sent (to ask the store for one soon).
   bool WaitsForCheckpoint() const { return waiting_for_store_; }
   // Called when the outbox has entries that are not durable yet.

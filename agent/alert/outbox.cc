@@ -273,6 +273,10 @@ void Outbox::MarkDurable(const std::vector<int64_t>& seqs) {
   }
 }
 
+void Outbox::MarkAllDurable() {
+  for (auto& [seq, e] : entries_) e.durable = true;
+}
+
 void Outbox::SetDisabled(const std::string& target, bool disabled, std::string reason) {
   const auto it = status_.find(target);
   if (it == status_.end()) return;

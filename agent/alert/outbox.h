@@ -93,6 +93,8 @@ class Outbox {
   const OutboxEntry* Find(int64_t seq) const;
   // Entries the store has committed.
   void MarkDurable(const std::vector<int64_t>& seqs);
+  // Every entry, when the store cannot take them (Alerting::OnCheckpointFailed).
+  void MarkAllDurable();
 
   struct TargetStatus {
     bool disabled = false;

@@ -1,20 +1,8 @@
 #include "agent/app/alert_routes.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <nlohmann/json.hpp>
 
-#include <cerrno>
 #include <charconv>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <random>
-#include <sstream>
-
-#include "agent/alert/webhook_signing.h"
 
 namespace faultline {
 namespace {
@@ -174,55 +162,6 @@ std::string PercentDecode(std::string_view text) {
     }
   }
   return out;
-}
-
-namespace {
-
-// The agent's state folder: state/ beside the config file.
-std::filesystem::path StateDir(const Config& config) {
-  std::error_code ec;
-  return std::filesystem::absolute(config.file, ec).parent_path() / "state";
-}
-
-}  // namespace
-
-std::string AdminTokenPath(const Config& config) { return (StateDir(config) / "admin_token").string(); }
-
-Result<std::string> AdminToken(const Config& config, bool create) {
-  const auto read = [](const std::string& path) -> Result<std::string> {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-      return Error{path, 0, "", "", std::string("cannot read the admin token: ") + std::strerror(errno)};
-    }
-    std::ostringstream text;
-    text << in.rdbuf();
-    std::string token = text.str();
-    while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) {
-      token.pop_back();
-    }
-    if (token.size() < 16) return Error{path, 0, "", "", "the admin token must be at least 16 characters"};
-    return token;
-  };
-  if (!config.http_admin_token_file.empty()) return read(config.http_admin_token_file);
-  const std::string path = AdminTokenPath(config);
-  std::error_code ec;
-  if (std::filesystem::exists(path, ec) || !create) return read(path);
-  std::filesystem::create_directories(StateDir(config), ec);
-  std::random_device random;
-  std::string bytes(32, '\0');
-  for (char& c : bytes) c = static_cast<char>(random());
-  const std::string token = HexEncode(bytes);
-  // O_EXCL: two agents racing to create it cannot both win; 0600: only this user reads it.
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    if (errno == EEXIST) return read(path);
-    return Error{path, 0, "", "", std::string("cannot create the admin token: ") + std::strerror(errno)};
-  }
-  const std::string line = token + "\n";
-  const bool ok = write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
-  close(fd);
-  if (!ok) return Error{path, 0, "", "", "cannot write the admin token"};
-  return token;
 }
 
 void AddAlertRoutes(HttpServer& http, Alerting& alerting, const std::string& admin_token) {

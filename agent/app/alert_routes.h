@@ -13,7 +13,7 @@
 //
 // {id} is a signature or a rule id, percent-encoded ("deepspeed.async_io.windows_link%7Blib%3Daio%7D").
 // Every route is an admin route (loopback or the agent's own address in Host); the POST routes
-// also need `Authorization: Bearer <token>`, the token AdminToken returns. Answers are JSON;
+// also need `Authorization: Bearer <token>`, the token LoadAdminToken returns (admin_token.h). Answers are JSON;
 // errors are 400 (bad body), 404 (unknown signature or receiver) with {"error": "..."}.
 //
 // Runs on the event loop with the server; the Alerting must outlive the server's routes.
@@ -33,12 +33,6 @@
 namespace faultline {
 
 void AddAlertRoutes(HttpServer& http, Alerting& alerting, const std::string& admin_token);
-
-// The admin token: the content of http.admin_token_file, else state.dir/admin_token, which is
-// created (32 random bytes as hex, mode 0600) when `create` and it does not exist yet.
-Result<std::string> AdminToken(const Config& config, bool create);
-// Where the generated token lives.
-std::string AdminTokenPath(const Config& config);
 
 // "8h", "30m", "90s", "2d", "500ms" or a number of milliseconds; nullopt otherwise.
 std::optional<int64_t> ParseDurationMs(std::string_view text);

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "agent/alert/alerting.h"
+#include "agent/app/admin_token.h"
 #include "agent/app/alert_routes.h"
 #include "agent/app/cli.h"
 #include "agent/config/config_loader.h"
@@ -199,9 +200,15 @@ int SignatureCommand(const Args& args, const std::string& action) {
   }
   Config config;
   if (!LoadConfigOrReport(flags, command, &config)) return kExitUsage;
-  Result<std::string> token = AdminToken(config, /*create=*/false);
+  Result<AdminToken> token = LoadAdminToken(config, /*create=*/false);
   if (!token.ok()) {
-    std::cerr << FormatErrors(token.errors()) << "(is the agent running with this config?)\n";
+    std::cerr << FormatErrors(token.errors());
+    return kExitUsage;
+  }
+  if (token.value().token.empty()) {
+    std::cerr << "faultline " << command << ": no admin token: set http.admin_token_file, or start "
+              << "the agent with alerts once so that it writes " << GeneratedAdminTokenPath(config)
+              << "\n";
     return kExitUsage;
   }
   json body = json::object();
@@ -224,7 +231,7 @@ int SignatureCommand(const Args& args, const std::string& action) {
   std::string response;
   const long status = CallAgent(config, "POST",
                                 "/api/v1/signatures/" + Encode(flags.positional[0]) + "/" + action,
-                                body.dump(), token.value(), &response);
+                                body.dump(), token.value().token, &response);
   return Report(status, response, command);
 }
 

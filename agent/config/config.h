@@ -39,12 +39,24 @@ struct FileSourceConfig {
   int poll_interval_ms = 1000;       // fallback wake-up when inotify says nothing
   int rescan_interval_ms = 30000;    // full walk of the globs, a net for missed inotify events
   int rotate_wait_ms = 60000;        // a rotated-away file is read until quiet this long
+
+  bool operator==(const FileSourceConfig&) const = default;  // a reload restarts a changed one
+};
+
+// How a running agent takes a new config and rule pack (SIGHUP, POST /-/reload, file changes).
+struct ReloadConfig {
+  bool watch = false;  // reload when the config file or a rule file changes (inotify)
+  // A load and compile that takes longer is rejected; the old config keeps running.
+  int timeout_ms = 20000;
+  // Heap the new config and rules may hold once compiled; more is rejected.
+  std::size_t max_memory_bytes = std::size_t{1} << 30;
 };
 
 // `type: stdin`: the agent's standard input, read as one stream that ends when stdin closes (at
 // most one such source). When every source of the agent has ended, the agent stops (exit 0).
 struct StdinSourceConfig {
   std::string id;
+  bool operator==(const StdinSourceConfig&) const = default;
 };
 
 // `type: fifo`: a named pipe, created (mode 0600) when the path does not exist; writers may close
@@ -52,6 +64,7 @@ struct StdinSourceConfig {
 struct FifoSourceConfig {
   std::string id;
   std::string path;  // absolute
+  bool operator==(const FifoSourceConfig&) const = default;
 };
 
 // One receiver of alerts (`alerts.receivers[]`). Secrets (webhook secrets, a Slack URL, which is
@@ -79,6 +92,7 @@ struct ReceiverConfig {
   int timeout_ms = 15000;
   int64_t give_up_after_ms = 24LL * 3600 * 1000;
   int line = 0;  // where it was defined, for later errors
+  bool operator==(const ReceiverConfig&) const = default;
 };
 
 // A fix shipped in the config (`fixes:`), fleet-wide.
@@ -114,8 +128,12 @@ struct Config {
   std::string http_address = "127.0.0.1";
   uint16_t http_port = 9464;
   bool http_listen_set = false;  // the file set http.listen (`watch -c` serves metrics only then)
-  // The admin API's bearer token, from this file; empty: generated into the state folder.
+  // A file holding the bearer token of the admin routes that change state (POST /-/reload, the
+  // signature lifecycle's); empty: with alerts, one generated into the state folder, else those
+  // routes are refused (agent/app/admin_token.h). Absolute.
   std::string http_admin_token_file;
+
+  ReloadConfig reload;
 
   std::string log_level = "info";  // trace | debug | info | warn | error
 

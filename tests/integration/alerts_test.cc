@@ -298,6 +298,37 @@ TEST_F(AlertsTest, AWarningIsCountedButPagesNobody) {
   EXPECT_EQ(0u, hook.count());
 }
 
+TEST_F(AlertsTest, AReloadKeepsTheLifecycleAndAlertsOnTheNewRules) {
+  TestReceiver hook;
+  const std::string config = WriteConfig(Hook("hook", hook));
+  Daemon agent({"run", "-c", config});
+  ASSERT_TRUE(Eventually([&] { return Ready(); }));
+  Append("train.log", "RuntimeError: CUDA out of memory.\n");
+  ASSERT_TRUE(hook.WaitFor(1)) << agent.Stderr();
+
+  // A new rule and a changed group_wait arrive by SIGHUP; the receivers stay as they are.
+  std::ofstream(dir_ + "/rules/more.yaml")
+      << "id: t.segv\ntitle: Segmentation fault in a worker\nseverity: error\ncategory: runtime\n"
+         "match: ['Segmentation fault \\(core dumped\\)']\nroot_cause: r\nfix: f\n";
+  kill(agent.pid(), SIGHUP);
+  ASSERT_TRUE(Eventually([&] {
+    return Sample(Metrics(), "faultline_config_reloads_total{result=\"success\"}") == 1;
+  })) << agent.Stderr();
+
+  Append("train.log", "RuntimeError: CUDA out of memory.\nSegmentation fault (core dumped)\n");
+  ASSERT_TRUE(hook.WaitFor(2)) << agent.Stderr();
+  ASSERT_TRUE(Eventually([&] {
+    return Sample(Metrics(), "faultline_signature_matches_total{severity=\"error\",signature=\"t.cuda_oom\"}") == 2;
+  }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // The known signature is not announced again; the new rule's first failure is, by its title.
+  ASSERT_EQ(2u, hook.count());
+  const json second = Body(hook.requests()[1]);
+  EXPECT_EQ("new", second["kind"]);
+  EXPECT_EQ("t.segv", second["signature"]);
+  EXPECT_EQ("Segmentation fault in a worker", second["title"]);
+}
+
 TEST_F(AlertsTest, MutedSignaturesAreCountedAndSummarisedWhenUnmuted) {
   TestReceiver hook;
   const std::string config = WriteConfig(Hook("hook", hook));
