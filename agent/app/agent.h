@@ -2,7 +2,11 @@
 // Asio event loop: file tailers -> framing and matching (one StreamPipeline per file) -> the
 // finding fan-out (metrics first; the lifecycle tracker and alert policy are added to the same
 // fan-out; owned events feed the latest hit per signature) and the HTTP listener that serves
-// /metrics, /healthz, /readyz and /api/v1/findings.
+// /metrics, /healthz, /readyz, /api/v1/findings and /api/v1/unrecognised. Each stream also has a
+// StreamDiscovery (agent/discover/) when discover.enabled: error lines no rule explains go to the
+// agent's one Discovery. Its alert hook (Discovery::SetAlertHook: an owned FindingEvent for
+// signature `unrecognised.<template id>` once a template has discover.alert_after lines) is where
+// the alert stage attaches.
 //
 // Everything runs on the one thread that calls Run(); Stop() may be called from a signal handler
 // installed on the same loop (Start installs one for SIGINT and SIGTERM; SIGHUP is logged and
@@ -18,6 +22,7 @@
 
 #include "agent/config/config.h"
 #include "agent/core/asio.h"
+#include "agent/discover/discovery.h"
 #include "agent/http/http_server.h"
 #include "agent/match/rule_set.h"
 #include "agent/sink/finding_events.h"
@@ -42,6 +47,8 @@ class Agent {
   class MatchedStream;
 
   void AddRoutes();
+  // Brings the unrecognised-error metrics up to date (at scrape time).
+  void CountUnrecognised();
   void WaitForSignal();
   // Why the agent is not ready to do its job; empty when it is (/readyz).
   std::string NotReadyReason() const;
@@ -56,6 +63,7 @@ class Agent {
   FindingFanout findings_;
   FindingEventBuilder events_;
   LatestFindings latest_;
+  Discovery discovery_;
   uint64_t streams_started_ = 0;
   bool sources_started_ = false;
   MatchScratch scratch_;
