@@ -162,7 +162,8 @@ std::string DraftId(std::span<const std::string> tokens, size_t anchor, const Te
     if (w.empty() || std::find(kStopWords.begin(), kStopWords.end(), w) != kStopWords.end()) {
       continue;
     }
-    words += (words.empty() ? "" : "_") + w.substr(0, 24);
+    if (!words.empty()) words.push_back('_');
+    words.append(w, 0, 24);
     ++taken;
   }
   return "local." + name + "." + (words.empty() ? t.id : words);
@@ -238,10 +239,14 @@ RuleDraft DraftRule(const TemplateStats& t, std::string_view log) {
   }
   std::string title;
   for (size_t i = anchor; i < tokens.size(); ++i) {
-    title += (title.empty() ? "" : " ") + (IsVar(tokens[i]) ? std::string("...") : tokens[i]);
+    if (!title.empty()) title.push_back(' ');
+    title.append(IsVar(tokens[i]) ? std::string_view("...") : std::string_view(tokens[i]));
   }
   title = SanitizeForDisplay(title);
-  if (title.size() > 120) title = SanitizeUtf8(title.substr(0, 117)) + "...";
+  if (title.size() > 120) {
+    title = SanitizeUtf8(std::string_view(title).substr(0, 117));
+    title.append("...");
+  }
 
   const RE2 re(draft.pattern, RulePatternOptions());
   std::vector<std::string> examples;

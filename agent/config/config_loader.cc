@@ -41,7 +41,7 @@ constexpr int64_t kMaxRescanIntervalMs = 24 * 3600 * 1000;
 constexpr int64_t kMinMaxOpenFiles = 4;
 constexpr int64_t kMaxMaxOpenFiles = int64_t{1} << 20;
 constexpr int64_t kMaxIntMs = INT32_MAX;
-// Templates cost about 2 KiB each; a million would be 2 GiB.
+// Templates cost 2 to 5 KiB each (discover_eval memory); a million would be GiBs.
 constexpr int64_t kMaxTemplates = 100000;
 // Per-template series are for the few templates worth a dashboard, not a template catalogue.
 constexpr int64_t kMaxTemplateSeries = 1000;

@@ -12,6 +12,14 @@ std::string_view Cut(std::string_view text, std::size_t max) { return text.subst
 
 bool IsSpace(char c) { return c == ' ' || c == '\t'; }
 
+// IPython's `CalledProcessError                        Traceback (most recent call last)`: an
+// exception name, then a run of spaces.
+bool IsIpythonHeader(std::string_view prefix) {
+  size_t end = prefix.size();
+  while (end > 0 && IsSpace(prefix[end - 1])) --end;
+  return prefix.size() - end >= 2 && IsExceptionLine(prefix.substr(0, end));
+}
+
 }  // namespace
 
 Discovery::Discovery(DiscoveryOptions options, Clock clock)
@@ -115,16 +123,23 @@ void StreamDiscovery::OnBatch(const LineBatch& batch, uint64_t first_line,
     const uint64_t number = first_line + i;
     const std::string_view text = batch.line(i);
     const bool exception_line = in_traceback_ && AfterTraceback(number, text);
+    bool ipython_header = false;
     if (watches & (1u << kTracebackWatch)) {
       if (const std::optional<size_t> at = TracebackAt(text)) {
-        in_traceback_ = true;
-        traceback_line_ = number;
-        traceback_prefix_.assign(text.substr(0, std::min<size_t>(*at, kHeldBytes)));
+        ipython_header = IsIpythonHeader(text.substr(0, *at));
+        if (ipython_header) {
+          // IPython names the exception on the traceback's first line; its frames are not
+          // indented, so the line that ends the traceback cannot be told apart.
+          Consider(number, ErrorCue::kPythonException, text);
+        } else {
+          in_traceback_ = true;
+          traceback_line_ = number;
+          traceback_prefix_.assign(text.substr(0, std::min<size_t>(*at, kHeldBytes)));
+        }
       }
     }
-    const uint32_t cues = watches & ~(1u << kTracebackWatch);
-    if (!exception_line && cues != 0) {
-      Consider(number, CueOfWatch(static_cast<uint32_t>(__builtin_ctz(cues))), text);
+    if (!exception_line && !ipython_header && (watches & ~(1u << kTracebackWatch)) != 0) {
+      if (const std::optional<ErrorCue> cue = CueOf(text)) Consider(number, *cue, text);
     }
     ++i;
   }
@@ -155,7 +170,7 @@ bool StreamDiscovery::Explained(uint64_t line) const {
 }
 
 void StreamDiscovery::Consider(uint64_t line, ErrorCue cue, std::string_view text) {
-  if (Explained(line)) return;
+  if (Explained(line) || BelowErrorLevel(cue, text)) return;
   if (held_.size() >= kMaxHeld) {
     Release(held_.front());
     held_.pop_front();

@@ -1,11 +1,17 @@
 #include "agent/discover/error_cues.h"
 
+#include <re2/re2.h>
+
 #include <array>
+#include <memory>
+
+#include "agent/rules/pattern_syntax.h"
 
 namespace faultline {
 namespace {
 
-constexpr std::string_view kTraceback = "Traceback (most recent call last):";
+// Without the colon: IPython writes none.
+constexpr std::string_view kTraceback = "Traceback (most recent call last)";
 
 struct CuePattern {
   ErrorCue cue;
@@ -14,14 +20,13 @@ struct CuePattern {
 
 // RE2 syntax, matched against one line (^ and $ are its ends). Bounded repeats are avoided where
 // an unbounded class does: Vectorscan took 0.9 s to compile the exception cue's `{0,80}` tags. The order is the order of the
-// watch bits after the traceback's; a line showing several cues is filed under the first.
+// watch bits after the traceback's; a line showing several cues is filed under the first, so
+// the most general, the log level, comes last.
 constexpr std::array<CuePattern, 8> kCuePatterns = {{
     {ErrorCue::kException,
      R"re(^(?:[\[(<][^\]>)]*[\])>]:? ?|[`>] ?)*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?:\(\w+\))?(?::(?:\s|$)|$)|^Exception in thread "|panicked at |^panic: )re"},
     {ErrorCue::kDiagnostic,
      R"re((?:^|[\s:\])>|])(?:fatal )?error(?:\[[\w-]+\])?:(?:\s+[^\s\d.+-]|\s*$)|^\s*(?:[\w.-]+: )?(?:fatal )?Error: |\b(?:fatal )?error [A-Z]{1,4}\d{3,5}\s*:|\bnvcc fatal\s*:|\bCMake Error\b|\bmake(?:\[\d+\])?: \*\*\* .*Error \d+)re"},
-    {ErrorCue::kErrorLevel,
-     R"re(\b(?:ERROR|FATAL|CRITICAL)\b|(?:^|[\[\s:])[EF]\d{3,4} \d\d:\d\d:\d\d|\[[EF] [\w.]+:\d+\]|\blevel=(?:error|fatal|crit)\b|"level":\s*"(?:error|fatal)")re"},
     {ErrorCue::kTerminate,
      R"re(terminate called (?:after throwing an instance of|without an active exception|recursively))re"},
     {ErrorCue::kSignal,
@@ -32,6 +37,8 @@ constexpr std::array<CuePattern, 8> kCuePatterns = {{
      R"re(^\s*Killed\s*$|: line \d+: +\d+ Killed\b|\bKilled process \d+|\bOut of memory: Kill)re"},
     {ErrorCue::kFailure,
      R"re(^FAILED: |\bundefined (?:symbol|reference to)\b|\bnot found \(required by\b|\bcannot open shared object file\b|\bAssertion\b.*\bfailed\b)re"},
+    {ErrorCue::kErrorLevel,
+     R"re(\b(?:ERROR|FATAL|CRITICAL|FAIL|FAILED|FAILURE)\b|(?:^|[\[\s:])[EF]\d{3,4} \d\d:\d\d:\d\d|(?:^|[\[\s])[EF] [\w./-]+:\d+\]|\blevel=(?:error|fatal|crit)\b|"level":\s*"(?:error|fatal)")re"},
 }};
 
 bool IsUpper(char c) { return c >= 'A' && c <= 'Z'; }
@@ -78,17 +85,47 @@ Severity CueSeverity(ErrorCue cue) {
 }
 
 const std::vector<std::string>& WatchPatterns() {
-  static const std::vector<std::string> patterns = [] {
-    std::vector<std::string> out = {R"(Traceback \(most recent call last\):)"};
-    for (const CuePattern& c : kCuePatterns) out.emplace_back(c.pattern);
-    return out;
-  }();
+  static const std::vector<std::string> patterns = {
+      R"(Traceback \(most recent call last\))",
+      // A word every cue pattern holds.
+      R"re(Error|Exception|panic|error|ERROR|FATAL|CRITICAL|FAIL|fatal|terminate called|Segmentation fault|Bus error|core dumped|Floating point exception|Illegal instruction|Aborted|SIG(?:SEGV|ABRT|BUS|FPE|ILL)|exit|return(?:ed)? (?:code|status)|Killed|Out of memory|undefined (?:symbol|reference)|not found \(required by|cannot open shared object|Assertion|level=|"level"|\*\*\*)re",
+      // The glog and TensorFlow level prefixes, which hold no word.
+      R"re((?:^|[\[\s:])[EF]\d{3,4} \d\d:)re",
+      R"re((?:^|[\[\s])[EF] [\w./-]+:\d+\])re",
+  };
   return patterns;
 }
 
-ErrorCue CueOfWatch(uint32_t watch) {
-  if (watch == kTracebackWatch || watch > kCuePatterns.size()) return ErrorCue::kErrorLevel;
-  return kCuePatterns[watch - 1].cue;
+std::optional<ErrorCue> CueOf(std::string_view line) {
+  static const std::vector<std::unique_ptr<RE2>> regexes = [] {
+    std::vector<std::unique_ptr<RE2>> out;
+    for (const CuePattern& c : kCuePatterns) {
+      out.push_back(std::make_unique<RE2>(c.pattern, RulePatternOptions()));
+    }
+    return out;
+  }();
+  for (size_t i = 0; i < kCuePatterns.size(); ++i) {
+    if (RE2::PartialMatch(line, *regexes[i])) return kCuePatterns[i].cue;
+  }
+  return std::nullopt;
+}
+
+bool BelowErrorLevel(ErrorCue cue, std::string_view line) {
+  switch (cue) {
+    case ErrorCue::kFailure:
+    case ErrorCue::kExitStatus:
+    case ErrorCue::kDiagnostic:
+    case ErrorCue::kErrorLevel:
+      break;
+    default:
+      return false;
+  }
+  // Compiled once; RE2 is safe to share between threads for matching.
+  static const RE2 kLowLevel(
+      R"re((?:^|[\s\[(|:])(?:INFO|WARN|WARNING|DEBUG|NOTICE)(?:[\s\]):|]|$)|(?:^|[\[\s:])[IWD]\d{3,4} \d\d:\d\d:\d\d|(?:^|[\[\s])[IW] [\w./-]+:\d+\]|\blevel=(?:info|warn|warning|debug)\b|"level":\s*"(?:info|warn|warning|debug)")re",
+      RulePatternOptions());
+  static const RE2 kErrorLevel(R"re(\b(?:ERROR|FATAL|CRITICAL)\b)re", RulePatternOptions());
+  return RE2::PartialMatch(line, kLowLevel) && !RE2::PartialMatch(line, kErrorLevel);
 }
 
 std::optional<size_t> TracebackAt(std::string_view line) {

@@ -5,17 +5,18 @@
 //       given each line's Content, beside Drain as published (drain_reference.h, its per-dataset
 //       regexes and thresholds) in the same run. Fails when the miner's average or any dataset
 //       is below the given floors.
-//   discover_eval corpus DIR --rules FOLDER
+//   discover_eval corpus DIR [--rules FOLDER... | --no-rules]
 //       Scans each failure log of DIR/MANIFEST.tsv (not the negatives) as `faultline scan` does,
 //       with discovery, and counts the files where a line holding one of the listed key phrases
-//       was recorded as unrecognised (with an empty FOLDER: no rule explains anything), and the
-//       files with any unrecognised template. Then the negatives: templates per 100k lines.
-//   discover_eval noise --rules FOLDER FILE...
+//       was recorded as unrecognised (with --no-rules no rule explains anything), and the files
+//       with any unrecognised template. Then the negatives: templates per 100k lines.
+//   discover_eval noise [--rules FOLDER... | --no-rules] FILE...
 //       Scans FILEs (healthy logs, the generated benchmark log) and prints the unrecognised
 //       templates and how many there are per 100k lines.
-//   discover_eval memory [N]
-//       Records N (default 5000) distinct error lines into a Discovery capped at 1,000 templates
-//       and prints its bytes and the process's RSS growth.
+//   discover_eval memory [N [PADDING]]
+//       Records N (default 5000) distinct templates of three lines each (PADDING more bytes per
+//       line) into a Discovery capped at 1,000 templates and prints its bytes and the process's
+//       RSS growth.
 //
 // A test-side tool: ctest runs `loghub` on a few datasets with a floor (tests/CMakeLists.txt).
 #include <fcntl.h>
@@ -234,11 +235,16 @@ std::vector<std::string> ReadLines(const std::string& path) {
   return lines;
 }
 
+// `--rules FOLDER`... (default: the bundled pack), or `--no-rules`: no rule at all, what
+// `--rules` at an empty folder means (the loader itself refuses a folder without rule files).
 std::shared_ptr<const RuleSet> RulesFrom(const std::vector<std::string>& args, size_t& i) {
   std::vector<std::string> paths;
   for (; i < args.size(); ++i) {
     if (args[i] == "--rules" && i + 1 < args.size()) {
       paths.push_back(args[++i]);
+    } else if (args[i] == "--no-rules") {
+      ++i;
+      return RuleSet::Compile({}, "", WatchPatterns()).value();
     } else {
       break;
     }
@@ -249,7 +255,7 @@ std::shared_ptr<const RuleSet> RulesFrom(const std::vector<std::string>& args, s
 
 int Corpus(const std::vector<std::string>& args) {
   if (args.empty()) {
-    std::cerr << "discover_eval corpus DIR --rules FOLDER\n";
+    std::cerr << "discover_eval corpus DIR [--rules FOLDER... | --no-rules]\n";
     return 2;
   }
   const std::string dir = args[0];
@@ -354,6 +360,7 @@ long RssKiB() {
 
 int Memory(const std::vector<std::string>& args) {
   const size_t n = args.empty() ? 5000 : std::stoul(args[0]);
+  const size_t padding = args.size() > 1 ? std::stoul(args[1]) : 0;
   // Five letters from a number: three such words per line, each a different function of k,
   // make any two lines differ in three words, so none joins another's template.
   const auto word = [](size_t x) {
@@ -363,18 +370,23 @@ int Memory(const std::vector<std::string>& args) {
   };
   const long before = RssKiB();
   Discovery discovery(DiscoveryOptions{.max_templates = 1000});
+  uint64_t line_number = 0;
   for (size_t k = 0; k < n; ++k) {
-    // About 130 bytes, with numbers and a path that vary as in real lines.
-    const std::string line = "RuntimeError: " + word(k) + " stage " + word(k * 7 + 3) +
-                             " failed in " + word(k * 13 + 5) + " at step " + std::to_string(k) +
-                             " reading /data/shard" + std::to_string(k % 97) + "/part-" +
-                             std::to_string(k) + ".arrow: unexpected end of stream";
-    discovery.Record({ErrorCue::kException, "train", "/logs/train.log", k + 1, line});
+    // Three lines per template, with numbers and a path that vary as in real lines, so each
+    // keeps three examples: about 130 bytes each, plus `padding` bytes of message.
+    for (int repeat = 0; repeat < 3; ++repeat) {
+      const std::string line = "RuntimeError: " + word(k) + " stage " + word(k * 7 + 3) +
+                               " failed in " + word(k * 13 + 5) + " at step " +
+                               std::to_string(k * 3 + repeat) + " reading /data/shard" +
+                               std::to_string(k % 97 + repeat) + "/part-" + std::to_string(k) +
+                               ".arrow: unexpected end of stream " + std::string(padding, 'x');
+      discovery.Record({ErrorCue::kException, "train", "/logs/train.log", ++line_number, line});
+    }
   }
   const long after = RssKiB();
-  std::printf("%zu lines recorded: %zu templates, %llu evicted; %.2f MiB held (ApproximateBytes), "
-              "RSS +%.2f MiB\n",
-              n, discovery.size(), static_cast<unsigned long long>(discovery.evictions()),
+  std::printf("%zu templates of 3 lines (%zu bytes of padding each): %zu held, %llu evicted; "
+              "%.2f MiB held (ApproximateBytes), RSS +%.2f MiB\n",
+              n, padding, discovery.size(), static_cast<unsigned long long>(discovery.evictions()),
               discovery.ApproximateBytes() / 1048576.0, (after - before) / 1024.0);
   return 0;
 }

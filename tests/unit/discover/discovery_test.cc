@@ -167,6 +167,18 @@ TEST(StreamDiscovery, ChainedTracebacksGiveEachException) {
   EXPECT_THAT(scan.Templates(), ElementsAre("KeyError: <*> x1 @3", "ConfigMissing: no key x x1 @9"));
 }
 
+TEST(StreamDiscovery, IpythonNamesTheExceptionOnTheTracebacksFirstLine) {
+  Scan scan;
+  scan.Run(
+      "---------------------------------------------------------------------------\n"
+      "CalledProcessError                        Traceback (most recent call last)\n"
+      "File ~/venv/lib/python3.10/site-packages/torch/utils/cpp_extension.py:1673, in _run\n"
+      "-> 1674     except subprocess.CalledProcessError as e:\n");
+  EXPECT_THAT(scan.Templates(),
+              ElementsAre("CalledProcessError Traceback (most recent call last) x1 @2"));
+  EXPECT_EQ(ErrorCue::kPythonException, scan.discovery.Sorted()[0]->cue);
+}
+
 TEST(StreamDiscovery, WithoutWatchPatternsNothingIsSeen) {
   const auto rules = Rules({});
   MatchScratch scratch(rules->patterns());

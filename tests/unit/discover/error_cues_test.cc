@@ -13,15 +13,15 @@
 namespace faultline {
 namespace {
 
-// The first cue whose pattern matches `line`, as the matcher files it; nothing for none.
-std::optional<ErrorCue> CueOf(std::string_view line) {
+// Whether a watch pattern other than the traceback's matches `line`, as the matcher would see.
+bool Watched(std::string_view line) {
   const std::vector<std::string>& patterns = WatchPatterns();
-  for (uint32_t w = 1; w < patterns.size(); ++w) {
+  for (uint32_t w = kTracebackWatch + 1; w < patterns.size(); ++w) {
     const RE2 re(patterns[w], RulePatternOptions());
     EXPECT_TRUE(re.ok()) << patterns[w] << ": " << re.error();
-    if (RE2::PartialMatch(line, re)) return CueOfWatch(w);
+    if (RE2::PartialMatch(line, re)) return true;
   }
-  return std::nullopt;
+  return false;
 }
 
 struct Case {
@@ -35,6 +35,10 @@ TEST_P(Cues, ShapeIsRecognised) {
   const Case& c = GetParam();
   const std::optional<ErrorCue> got = CueOf(c.line);
   EXPECT_EQ(c.cue.has_value(), got.has_value()) << c.line;
+  // The cheap watch patterns the matcher scans find every line a cue names.
+  if (got) {
+    EXPECT_TRUE(Watched(c.line)) << c.line;
+  }
   if (c.cue && got) {
     EXPECT_EQ(CueName(*c.cue), CueName(*got)) << c.line;
   }
@@ -73,6 +77,11 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"ts=1 level=error msg=\"disk full\"", ErrorCue::kErrorLevel},
         Case{"{\"level\": \"fatal\", \"msg\": \"x\"}", ErrorCue::kErrorLevel},
         Case{"ERRORS: 0", std::nullopt},
+        Case{"> THCudaCheck FAIL file=/x/THCTensorMath.cu line=26 error=59 : device-side assert",
+             ErrorCue::kErrorLevel},
+        Case{"F tensorflow/stream_executor/lib/statusor.cc:34] Attempting to fetch value",
+             ErrorCue::kErrorLevel},
+        Case{"tests passed: 12, failures: 0", std::nullopt},
         Case{"terminate called after throwing an instance of 'c10::Error'",
              ErrorCue::kTerminate},
         Case{"/bin/bash: line 1: 4242 Segmentation fault      (core dumped) python train.py",
@@ -115,6 +124,26 @@ TEST(ExceptionLine, NamesInCapWordsWithAnOptionalMessage) {
 TEST(Traceback, FoundAfterAPrefix) {
   EXPECT_EQ(9u, TracebackAt("[rank3]: Traceback (most recent call last):"));
   EXPECT_FALSE(TracebackAt("Traceback (most recent call first):").has_value());
+}
+
+TEST(BelowErrorLevel, ALineThatCallsItselfInfoOrWarningIsNoError) {
+  EXPECT_TRUE(BelowErrorLevel(
+      ErrorCue::kFailure,
+      "node1:77:77 [0] NCCL INFO NET/Plugin: Plugin load returned 2 : libnccl-net.so: cannot "
+      "open shared object file: No such file or directory"));
+  EXPECT_TRUE(BelowErrorLevel(ErrorCue::kFailure,
+                              "2023-05-01 12:00:00.1: W tensorflow/x/dso_loader.cc:64] Could not "
+                              "load dynamic library 'libnvinfer.so.7'; dlerror: cannot open shared "
+                              "object file"));
+  EXPECT_TRUE(BelowErrorLevel(ErrorCue::kExitStatus, "[WARNING] worker exited with code 1, retrying"));
+  EXPECT_TRUE(BelowErrorLevel(ErrorCue::kDiagnostic, "W0501 12:00:00.1 x.cc:1] error: retrying"));
+  // Naming an error level, or being an exception or a crash, it is an error whatever else it says.
+  EXPECT_FALSE(BelowErrorLevel(ErrorCue::kErrorLevel, "[INFO] ERROR: disk full"));
+  EXPECT_FALSE(BelowErrorLevel(ErrorCue::kException, "INFO RuntimeError: boom"));
+  EXPECT_FALSE(BelowErrorLevel(ErrorCue::kSignal, "WARNING: Segmentation fault (core dumped)"));
+  EXPECT_FALSE(BelowErrorLevel(ErrorCue::kFailure, "FAILED: cpu_adam.o"));
+  // Words that merely contain a level word are no level.
+  EXPECT_FALSE(BelowErrorLevel(ErrorCue::kFailure, "INFORMATION: undefined symbol: foo"));
 }
 
 TEST(CueSeverity, DeathsAreCritical) {
