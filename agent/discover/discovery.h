@@ -127,6 +127,8 @@ class StreamDiscovery : public LineWatcher {
   // Lines recorded as unrecognised so far.
   uint64_t unrecognised_lines() const { return unrecognised_; }
   std::size_t held() const { return held_.size(); }
+  // The stream's rules were reloaded: `explain_window` is the new rules' widest.
+  void SetExplainWindow(uint32_t explain_window) { explain_window_ = explain_window; }
 
   void OnBatch(const LineBatch& batch, uint64_t first_line, std::span<const Hit> hits,
                uint64_t open_from) override;
@@ -156,7 +158,7 @@ class StreamDiscovery : public LineWatcher {
   Discovery& discovery_;
   const std::string source_id_;
   const std::string stream_;
-  const uint32_t explain_window_;
+  uint32_t explain_window_;
 
   std::deque<Held> held_;
   std::vector<Interval> explained_;  // lines findings explain; merged, roughly in order

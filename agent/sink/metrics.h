@@ -24,6 +24,7 @@
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -92,6 +93,11 @@ class Metrics {
   // smaller total changes nothing.
   void CountMatchErrors(const MatchErrors& totals);
 
+  // A config reload was applied (`ok`) or rejected at `at`. The agent's start counts as the first
+  // successful load for the timestamp, as in Prometheus, and not in the total.
+  void CountReload(bool ok, std::chrono::system_clock::time_point at);
+  void SetLoadedAt(std::chrono::system_clock::time_point at);
+
   // The Prometheus text exposition format (version 0.0.4) of every family.
   std::string Serialize() const;
 
@@ -127,6 +133,10 @@ class Metrics {
   prometheus::Gauge* templates_;
   prometheus::Counter* template_evictions_;
   std::map<std::string, prometheus::Counter*> template_series_;  // by template id
+  prometheus::Counter* reloads_ok_;
+  prometheus::Counter* reloads_failed_;
+  prometheus::Gauge* last_reload_ok_;
+  prometheus::Gauge* last_reload_success_;
 
   std::map<std::string, RuleSeries> by_id_;
   // By rule index of the bound rules: the rule's id and its series (nodes of by_id_).

@@ -244,5 +244,56 @@ TEST_F(Unrecognised, RunCountsThemPerSourceAndTemplateAndServesThem) {
                                "signature=\"t.cuda_oom\"}"));
 }
 
+// A reload keeps discovery running: the new rules are compiled with its watch patterns, a line a
+// new rule names is no longer unrecognised, the templates and counts stay, and discover.* keeps
+// its running values (a restart changes it), with a warning.
+TEST_F(Unrecognised, ReloadKeepsDiscoveringUnderTheNewRules) {
+  std::filesystem::create_directories(dir_ + "/logs");
+  const uint16_t port = testing::FreePort();
+  const std::string config = "rules:\n  paths: [rules]\n  context_idle_flush_ms: 200\n"
+                             "http:\n  listen: 127.0.0.1:" + std::to_string(port) +
+                             "\nsources:\n  - id: train\n    type: file\n"
+                             "    paths: ['logs/*.log']\n    start_at: beginning\n"
+                             "    poll_interval_ms: 50\n";
+  Write("faultline.yaml", config);
+  Write("logs/a.log", kLog);
+  Daemon agent({"run", "-c", Path("faultline.yaml")});
+  std::string metrics;
+  const auto unrecognised = [&](double n) {
+    return Eventually([&] {
+      metrics.clear();
+      return HttpGet(port, "/metrics", &metrics) == 200 &&
+             Sample(metrics, "faultline_unrecognised_lines_total{source=\"train\"}") == n;
+    });
+  };
+  ASSERT_TRUE(unrecognised(3)) << metrics << agent.Stderr();
+
+  Write("rules/segv.yaml", "id: t.segv\ntitle: Segmentation fault\nseverity: error\n"
+                           "category: runtime\nmatch: ['Segmentation fault']\nroot_cause: r\n"
+                           "fix: f\n");
+  Write("faultline.yaml", config + "discover:\n  max_templates: 5\n");
+  kill(agent.pid(), SIGHUP);
+  ASSERT_TRUE(Eventually([&] {
+    metrics.clear();
+    return HttpGet(port, "/metrics", &metrics) == 200 &&
+           Sample(metrics, "faultline_config_reloads_total{result=\"success\"}") == 1;
+  })) << metrics << agent.Stderr();
+
+  std::ofstream(Path("logs/a.log"), std::ios::app)
+      << "/bin/bash: line 1: 4243 Segmentation fault      (core dumped) python train.py\n"
+         "webdataset.errors.ShardCorruptError: shard /data/train-000999.tar truncated at byte 8\n";
+  ASSERT_TRUE(unrecognised(4)) << metrics << agent.Stderr();
+  EXPECT_EQ(1, Sample(metrics, "faultline_signature_matches_total{severity=\"error\","
+                               "signature=\"t.segv\"}"));
+  std::string body;
+  ASSERT_EQ(200, HttpGet(port, "/api/v1/unrecognised", &body));
+  const auto doc = nlohmann::json::parse(body);
+  ASSERT_EQ(2u, doc["unrecognised"].size()) << body;
+  EXPECT_EQ(3, doc["unrecognised"][0]["count"]) << body;  // the ShardCorruptError template
+  std::string status;
+  ASSERT_EQ(200, HttpGet(port, "/api/v1/status", &status));
+  EXPECT_THAT(status, HasSubstr("discover.* changes only at a restart"));
+}
+
 }  // namespace
 }  // namespace faultline
