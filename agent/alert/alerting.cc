@@ -85,7 +85,7 @@ Result<std::unique_ptr<Alerting>> Alerting::Create(asio::io_context& io, const C
   Result<std::vector<VersionPattern>> versions = LoadVersionPatterns(config.rule_paths);
   if (!versions.ok()) errors.insert(errors.end(), versions.errors().begin(), versions.errors().end());
   if (!errors.empty()) return errors;
-  Result<std::unique_ptr<LineWatcher>> watcher = LineWatcher::Build(versions.value(), rules);
+  Result<std::unique_ptr<VersionWatcher>> watcher = VersionWatcher::Build(versions.value(), rules);
   if (!watcher.ok()) return watcher.errors();
   return std::unique_ptr<Alerting>(new Alerting(io, config, rules, registry, store_backed,
                                                 std::move(clock), std::move(receivers).value(),
@@ -94,7 +94,7 @@ Result<std::unique_ptr<Alerting>> Alerting::Create(asio::io_context& io, const C
 
 Alerting::Alerting(asio::io_context& io, const Config& config, const std::vector<Rule>& rules,
                    prometheus::Registry& registry, bool store_backed, Clock clock,
-                   std::vector<Receiver> receivers, std::unique_ptr<LineWatcher> watcher)
+                   std::vector<Receiver> receivers, std::unique_ptr<VersionWatcher> watcher)
     : io_(io),
       config_(config),
       clock_(std::move(clock)),
@@ -158,7 +158,7 @@ ErrorList Alerting::BindRules(const std::vector<Rule>& rules) {
   for (const Rule& rule : rules) rules_.emplace(rule.id, &rule);
   Result<std::vector<VersionPattern>> versions = LoadVersionPatterns(config_.rule_paths);
   if (!versions.ok()) return versions.errors();
-  Result<std::unique_ptr<LineWatcher>> watcher = LineWatcher::Build(versions.value(), rules);
+  Result<std::unique_ptr<VersionWatcher>> watcher = VersionWatcher::Build(versions.value(), rules);
   if (!watcher.ok()) return watcher.errors();
   watcher_ = std::move(watcher).value();
   return {};
@@ -219,7 +219,7 @@ void Alerting::OnBatch(uint64_t stream_id, const std::string& source_id, const L
                        uint64_t first_line, bool matched) {
   if (!matched) {
     if (watcher_->empty()) return;
-    std::vector<LineWatcher::Hit> hits;
+    std::vector<VersionWatcher::Hit> hits;
     watcher_->Scan(batch, first_line, &hits);
     if (hits.empty()) return;
     if (!streams_.contains(stream_id) && streams_.size() >= kMaxStreams) {
@@ -227,8 +227,8 @@ void Alerting::OnBatch(uint64_t stream_id, const std::string& source_id, const L
     }
     StreamInfo& stream = streams_[stream_id];
     stream.source_id = source_id;
-    for (const LineWatcher::Hit& hit : hits) {
-      if (hit.kind == LineWatcher::Hit::Kind::kVersion) {
+    for (const VersionWatcher::Hit& hit : hits) {
+      if (hit.kind == VersionWatcher::Hit::Kind::kVersion) {
         auto& history = stream.versions[hit.package];
         history.emplace_back(hit.line_number, hit.version);
         std::sort(history.begin(), history.end());

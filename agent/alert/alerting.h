@@ -5,7 +5,7 @@
 //   findings ──▶ SignatureTracker ──events──▶ items (redacted) ──route──▶ group_wait per
 //   (receiver, run) ──▶ Outbox (durable, per target) ──▶ HttpDelivery thread ──results──▶ Outbox
 //
-// - Versions: every batch passes the LineWatcher before it is matched, so a stream's package
+// - Versions: every batch passes the VersionWatcher before it is matched, so a stream's package
 //   versions (and its rules' resolved_by lines, which record a fix) are known for the failures in
 //   the same batch; a failure uses the version its stream reported last before its line, else
 //   the source's configured version (alerts.source_versions).
@@ -55,7 +55,7 @@
 #include <vector>
 
 #include "agent/alert/http_delivery.h"
-#include "agent/alert/line_watcher.h"
+#include "agent/alert/version_watcher.h"
 #include "agent/alert/outbox.h"
 #include "agent/alert/receiver.h"
 #include "agent/alert/signature_tracker.h"
@@ -156,7 +156,7 @@ class Alerting {
  private:
   Alerting(asio::io_context& io, const Config& config, const std::vector<Rule>& rules,
            prometheus::Registry& registry, bool store_backed, Clock clock,
-           std::vector<Receiver> receivers, std::unique_ptr<LineWatcher> watcher);
+           std::vector<Receiver> receivers, std::unique_ptr<VersionWatcher> watcher);
 
   struct StreamInfo {
     std::string source_id;
@@ -203,7 +203,7 @@ class Alerting {
   const std::string host_;
   std::map<std::string, const Rule*, std::less<>> rules_;
   std::vector<Receiver> receivers_;  // one per target
-  std::unique_ptr<LineWatcher> watcher_;
+  std::unique_ptr<VersionWatcher> watcher_;
   SignatureTracker tracker_;
   std::unique_ptr<Outbox> outbox_;
   std::unique_ptr<HttpDelivery> delivery_;

@@ -1,4 +1,4 @@
-#include "agent/alert/line_watcher.h"
+#include "agent/alert/version_watcher.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -172,9 +172,9 @@ Result<std::vector<VersionPattern>> LoadVersionPatterns(const std::vector<std::s
   return out;
 }
 
-Result<std::unique_ptr<LineWatcher>> LineWatcher::Build(const std::vector<VersionPattern>& versions,
+Result<std::unique_ptr<VersionWatcher>> VersionWatcher::Build(const std::vector<VersionPattern>& versions,
                                                         const std::vector<Rule>& rules) {
-  std::unique_ptr<LineWatcher> watcher(new LineWatcher());
+  std::unique_ptr<VersionWatcher> watcher(new VersionWatcher());
   ErrorList errors;
   RE2::Options options = RulePatternOptions();
   auto set = std::make_unique<RE2::Set>(options, RE2::UNANCHORED);
@@ -216,7 +216,7 @@ Result<std::unique_ptr<LineWatcher>> LineWatcher::Build(const std::vector<Versio
   return watcher;
 }
 
-void LineWatcher::Confirm(const Compiled& p, std::string_view line, uint64_t number,
+void VersionWatcher::Confirm(const Compiled& p, std::string_view line, uint64_t number,
                           std::vector<Hit>* out) const {
   if (p.kind == Hit::Kind::kResolved) {
     if (RE2::PartialMatch(line, *p.line)) {
@@ -261,7 +261,7 @@ void LineWatcher::Confirm(const Compiled& p, std::string_view line, uint64_t num
   }
 }
 
-void LineWatcher::Scan(const LineBatch& batch, uint64_t first_line, std::vector<Hit>* out) const {
+void VersionWatcher::Scan(const LineBatch& batch, uint64_t first_line, std::vector<Hit>* out) const {
   if (patterns_.empty() || batch.empty()) return;
   const std::string_view text = batch.text();
   std::vector<int> matched;

@@ -1,4 +1,4 @@
-// LineWatcher: the lines a stream prints that are not failures but matter to the lifecycle,
+// VersionWatcher: the lines a stream prints that are not failures but matter to the lifecycle,
 // found in every batch before it is matched (alerting.md section 7, behaviours 3 and 5):
 //   - package versions: `Successfully installed deepspeed-0.14.2 torch-2.3.1+cu121`,
 //     `Collecting deepspeed==0.15.1`, ds_report's `deepspeed info ....... 0.14.2`,
@@ -17,8 +17,8 @@
 //
 // Build compiles everything at load time and reports a bad pattern with its file, line and key.
 // Scan is const and thread-safe (RE2 is); it never throws and allocates only for hits.
-#ifndef FAULTLINE_ALERT_LINE_WATCHER_H_
-#define FAULTLINE_ALERT_LINE_WATCHER_H_
+#ifndef FAULTLINE_ALERT_VERSION_WATCHER_H_
+#define FAULTLINE_ALERT_VERSION_WATCHER_H_
 
 #include <re2/re2.h>
 #include <re2/set.h>
@@ -51,7 +51,7 @@ Result<std::vector<VersionPattern>> LoadVersionPatterns(const std::vector<std::s
 Result<std::vector<VersionPattern>> ParseVersionPatterns(std::string_view yaml,
                                                          const std::string& file);
 
-class LineWatcher {
+class VersionWatcher {
  public:
   struct Hit {
     enum class Kind { kVersion, kResolved };
@@ -63,7 +63,7 @@ class LineWatcher {
   };
 
   // Compiles `versions` and the resolved_by patterns of `rules`.
-  static Result<std::unique_ptr<LineWatcher>> Build(const std::vector<VersionPattern>& versions,
+  static Result<std::unique_ptr<VersionWatcher>> Build(const std::vector<VersionPattern>& versions,
                                                     const std::vector<Rule>& rules);
 
   // Appends the hits in `batch`, whose first line is number `first_line`, in line order per
@@ -83,7 +83,7 @@ class LineWatcher {
     int package_group = -1;  // in `line`, or in `each` when set
     int version_group = -1;
   };
-  LineWatcher() = default;
+  VersionWatcher() = default;
   void Confirm(const Compiled& p, std::string_view line, uint64_t number,
                std::vector<Hit>* out) const;
 
@@ -93,4 +93,4 @@ class LineWatcher {
 
 }  // namespace faultline
 
-#endif  // FAULTLINE_ALERT_LINE_WATCHER_H_
+#endif  // FAULTLINE_ALERT_VERSION_WATCHER_H_

@@ -1,4 +1,4 @@
-#include "agent/alert/line_watcher.h"
+#include "agent/alert/version_watcher.h"
 
 #include <gtest/gtest.h>
 
@@ -10,22 +10,22 @@
 namespace faultline {
 namespace {
 
-using Hit = LineWatcher::Hit;
+using Hit = VersionWatcher::Hit;
 
 // The shipped version files and one rule with resolved_by.
-std::unique_ptr<LineWatcher> PackWatcher() {
+std::unique_ptr<VersionWatcher> PackWatcher() {
   Result<std::vector<VersionPattern>> versions =
       LoadVersionPatterns({std::string(FAULTLINE_SOURCE_DIR) + "/rules"});
   EXPECT_TRUE(versions.ok()) << (versions.ok() ? "" : FormatErrors(versions.errors()));
   Rule rule;
   rule.id = "deepspeed.async_io.windows_link";
   rule.resolved_by = {R"(async_io \.+ \[OKAY\])"};
-  Result<std::unique_ptr<LineWatcher>> watcher = LineWatcher::Build(versions.value(), {rule});
+  Result<std::unique_ptr<VersionWatcher>> watcher = VersionWatcher::Build(versions.value(), {rule});
   EXPECT_TRUE(watcher.ok());
   return std::move(watcher).value();
 }
 
-std::vector<Hit> Scan(const LineWatcher& w, const std::vector<std::string>& lines) {
+std::vector<Hit> Scan(const VersionWatcher& w, const std::vector<std::string>& lines) {
   LineBatch batch;
   for (const std::string& l : lines) batch.Append(l);
   std::vector<Hit> hits;
@@ -44,7 +44,7 @@ std::vector<std::string> Versions(const std::vector<Hit>& hits) {
   return out;
 }
 
-TEST(LineWatcherTest, LearnsVersionsFromTheLinesToolsPrint) {
+TEST(VersionWatcherTest, LearnsVersionsFromTheLinesToolsPrint) {
   const auto w = PackWatcher();
   const std::vector<std::string> lines = {
       "Collecting deepspeed==0.15.1",
@@ -66,7 +66,7 @@ TEST(LineWatcherTest, LearnsVersionsFromTheLinesToolsPrint) {
             Versions(Scan(*w, lines)));
 }
 
-TEST(LineWatcherTest, ResolvedByLinesNameTheirRule) {
+TEST(VersionWatcherTest, ResolvedByLinesNameTheirRule) {
   const auto w = PackWatcher();
   const std::vector<Hit> hits = Scan(*w, {"x", "async_io ............. [OKAY]", "y"});
   ASSERT_EQ(1u, hits.size());
@@ -75,12 +75,12 @@ TEST(LineWatcherTest, ResolvedByLinesNameTheirRule) {
   EXPECT_EQ("deepspeed.async_io.windows_link", hits[0].rule_id);
 }
 
-TEST(LineWatcherTest, ABatchWithoutAnyPatternGivesNothing) {
+TEST(VersionWatcherTest, ABatchWithoutAnyPatternGivesNothing) {
   const auto w = PackWatcher();
   EXPECT_TRUE(Scan(*w, {"epoch 1 loss 0.5", "LNK1181 aio.lib"}).empty());
 }
 
-TEST(LineWatcherTest, BadPatternFilesAreReportedWithFileLineAndKey) {
+TEST(VersionWatcherTest, BadPatternFilesAreReportedWithFileLineAndKey) {
   Result<std::vector<VersionPattern>> r = ParseVersionPatterns(
       "- id: a\n  match: '(unclosed'\n- id: b\n  match: 'no groups'\n- id: c\n  mtach: x\n",
       "my.versions.yaml");
@@ -92,7 +92,7 @@ TEST(LineWatcherTest, BadPatternFilesAreReportedWithFileLineAndKey) {
   EXPECT_NE(errors.find("[2].mtach"), std::string::npos) << errors;
 }
 
-TEST(LineWatcherTest, RuleLoadsSkipVersionFiles) {
+TEST(VersionWatcherTest, RuleLoadsSkipVersionFiles) {
   EXPECT_TRUE(IsVersionPatternFile("rules/versions/python.versions.yaml"));
   EXPECT_FALSE(IsVersionPatternFile("rules/deepspeed/async_io_windows_link.yaml"));
   EXPECT_EQ("deep-speed", NormalizePackageName("Deep__Speed"));
