@@ -125,10 +125,23 @@ bool Agent::Start(std::string* error) {
                                                   config_.max_line_bytes, metrics_, counters);
             };
           },
+      .labeled_consumers =
+          [this](const std::string& source_id) -> LabeledStreamConsumerFactory {
+            const Metrics::SourceCounters counters = metrics_.ForSource(source_id);
+            return [this, counters, source_id](const std::string& name,
+                                               const StreamLabels& labels) {
+              return std::make_unique<MatchedStream>(
+                  StreamOrigin{source_id, ++streams_started_, name, labels}, rules_, &findings_,
+                  &scratch_, config_.max_line_bytes, metrics_, counters);
+            };
+          },
       .descriptors = std::make_shared<DescriptorBudget>(
           DescriptorBudget::ForLimit(RaiseDescriptorLimit(), config_.max_open_files)),
   };
   sources_ = BuildSources(context);
+  for (auto& source : sources_) {
+    if (!source->Open(error)) return false;
+  }
   for (auto& source : sources_) source->Start();
   sources_started_ = true;
   WaitForSignal();

@@ -1,8 +1,8 @@
 // Agent: the daemon behind `faultline run`. It wires the stages of DESIGN.md together on one
-// Asio event loop: file tailers -> framing and matching (one StreamPipeline per file) -> the
-// finding fan-out (metrics first; the lifecycle tracker and alert policy are added to the same
-// fan-out; owned events feed the latest hit per signature) and the HTTP listener that serves
-// /metrics, /healthz, /readyz and /api/v1/findings.
+// Asio event loop: sources (file tailers, sockets) -> framing and matching (one StreamPipeline
+// per stream) -> the finding fan-out (metrics first; the lifecycle tracker and alert policy are
+// added to the same fan-out; owned events feed the latest hit per signature) and the HTTP
+// listener that serves /metrics, /healthz, /readyz and /api/v1/findings.
 //
 // Everything runs on the one thread that calls Run(); Stop() may be called from a signal handler
 // installed on the same loop (Start installs one for SIGINT and SIGTERM; SIGHUP is logged and

@@ -40,6 +40,33 @@ struct FileSourceConfig {
   int rotate_wait_ms = 60000;        // a rotated-away file is read until quiet this long
 };
 
+// Sources that listen on a socket: `type: tcp | udp | unix | unixgram`.
+enum class NetTransport { kTcp, kUdp, kUnix, kUnixgram };
+// How the bytes of a network source are read: plain lines, or syslog messages (RFC 3164 and 5424;
+// on stream sockets framed by octet counting or by LF, RFC 6587) whose host and app become labels.
+enum class NetFormat { kPlain, kSyslog };
+
+struct NetSourceConfig {
+  std::string id;  // as FileSourceConfig::id
+  NetTransport transport = NetTransport::kTcp;
+  std::string host;      // tcp, udp: the address to listen on (IP or name, IPv6 without brackets)
+  uint16_t port = 0;     // tcp, udp
+  std::string path;      // unix, unixgram: the socket file, absolute
+  uint32_t mode = 0660;  // unix, unixgram: permission bits of the socket file
+  NetFormat format = NetFormat::kPlain;
+  // Connections (tcp, unix) or peer streams (udp, unixgram) held at once.
+  std::size_t max_streams = 256;
+  // A connection (or peer stream) silent this long is closed and its stream ended.
+  int idle_timeout_ms = 3600 * 1000;
+
+  bool stream() const {
+    return transport == NetTransport::kTcp || transport == NetTransport::kUnix;
+  }
+  bool local() const {
+    return transport == NetTransport::kUnix || transport == NetTransport::kUnixgram;
+  }
+};
+
 struct Config {
   std::string file;  // the config file this was loaded from
 
@@ -57,6 +84,7 @@ struct Config {
   std::size_t max_open_files = 0;
 
   std::vector<FileSourceConfig> file_sources;
+  std::vector<NetSourceConfig> net_sources;
 };
 
 }  // namespace faultline

@@ -45,6 +45,39 @@ constexpr int64_t kMaxRescanIntervalMs = 24 * 3600 * 1000;
 constexpr int64_t kMinMaxOpenFiles = 4;
 constexpr int64_t kMaxMaxOpenFiles = int64_t{1} << 20;
 constexpr int64_t kMaxIntMs = INT32_MAX;
+// A socket file's path must fit sockaddr_un::sun_path (108 bytes on Linux, with its NUL).
+constexpr std::size_t kMaxSocketPathBytes = 107;
+// Connections or peers one network source holds; each costs a descriptor (stream types) and a
+// stream's matching state, and the descriptor limit is shared with files and HTTP.
+constexpr int64_t kMaxNetStreams = 65536;
+// A connection closed after less than a second of silence would cut senders that pause between
+// writes.
+constexpr int64_t kMinIdleTimeoutMs = 1000;
+
+constexpr char kSourceTypes[] = "file, tcp, udp, unix, unixgram";
+
+std::optional<NetTransport> NetTransportNamed(std::string_view type) {
+  if (type == "tcp") return NetTransport::kTcp;
+  if (type == "udp") return NetTransport::kUdp;
+  if (type == "unix") return NetTransport::kUnix;
+  if (type == "unixgram") return NetTransport::kUnixgram;
+  return std::nullopt;
+}
+
+// Octal permission bits, as chmod takes them: 660, 0660 or 0o660.
+std::optional<uint32_t> FileMode(std::string_view text) {
+  if (text.size() > 2 && text[0] == '0' && (text[1] == 'o' || text[1] == 'O')) {
+    text.remove_prefix(2);
+  }
+  if (text.empty() || text.size() > 4) return std::nullopt;
+  uint32_t mode = 0;
+  for (char c : text) {
+    if (c < '0' || c > '7') return std::nullopt;
+    mode = mode * 8 + static_cast<uint32_t>(c - '0');
+  }
+  if (mode > 0777) return std::nullopt;
+  return mode;
+}
 
 // One `key: value` of a YAML map, with the nodes kept for their line numbers.
 struct Field {
@@ -377,6 +410,117 @@ class ConfigParser {
     }
   }
 
+  // A source's `id`: valid and not used by an earlier source.
+  bool SourceId(const Field& f, const std::string& key,
+                std::map<std::string, int, std::less<>>* id_lines, std::string* out) {
+    std::optional<std::string> id = Scalar(f, key);
+    if (!id) return false;
+    if (!IsValidSourceId(*id)) {
+      AddError(LineOf(f.key), key,
+               "'" + *id + "' is not a valid id: use letters, digits, '_', '.' and '-'");
+      return false;
+    }
+    if (auto [seen, inserted] = id_lines->emplace(*id, LineOf(f.key)); !inserted) {
+      AddError(LineOf(f.key), key,
+               "duplicate source id '" + *id + "'; first used on line " +
+                   std::to_string(seen->second));
+      return false;
+    }
+    *out = *id;
+    return true;
+  }
+
+  // A source of `type: tcp | udp | unix | unixgram` (NetSourceConfig).
+  void ParseNetSource(const YAML::Node& node, const std::string& path, NetTransport transport,
+                      std::map<std::string, int, std::less<>>* id_lines, Config* config) {
+    NetSourceConfig source;
+    source.transport = transport;
+    const bool local = source.local();
+    const std::string_view where_key = local ? "path" : "listen";
+    const std::string_view cap_key = source.stream() ? "max_connections" : "max_peers";
+    bool ok = true;
+    bool has_id = false;
+    bool has_where = false;
+    const std::vector<Field> fields =
+        local ? Fields(node, path,
+                       {"id", "type", "path", "mode", "format", cap_key, "idle_timeout_ms"})
+              : Fields(node, path, {"id", "type", "listen", "format", cap_key, "idle_timeout_ms"});
+    for (const Field& f : fields) {
+      const std::string key = Join(path, f.name);
+      if (f.name == "id") {
+        has_id = true;
+        ok = SourceId(f, key, id_lines, &source.id) && ok;
+      } else if (f.name == "listen" && !local) {
+        has_where = true;
+        std::optional<std::string> text = Scalar(f, key);
+        std::string why;
+        if (!text) {
+          ok = false;
+        } else if (!ParseListen(*text, &source.host, &source.port, &why)) {
+          AddError(LineOf(f.key), key, "'" + *text + "': " + why);
+          ok = false;
+        }
+      } else if (f.name == "path" && local) {
+        has_where = true;
+        std::optional<std::string> text = Scalar(f, key);
+        if (!text || text->empty()) {
+          if (text) AddError(LineOf(f.key), key, "the socket path must not be empty");
+          ok = false;
+          continue;
+        }
+        source.path = Resolve(*text);
+        if (source.path.size() > kMaxSocketPathBytes) {
+          AddError(LineOf(f.key), key,
+                   "'" + source.path + "' is " + std::to_string(source.path.size()) +
+                       " bytes long; a socket path may have at most " +
+                       std::to_string(kMaxSocketPathBytes));
+          ok = false;
+        }
+      } else if (f.name == "mode") {
+        std::optional<std::string> text = Scalar(f, key);
+        std::optional<uint32_t> mode = text ? FileMode(*text) : std::nullopt;
+        if (!mode) {
+          if (text) {
+            AddError(LineOf(f.key), key,
+                     "expected permission bits in octal, 0000 to 0777 (e.g. 0660), got '" +
+                         *text + "'");
+          }
+          ok = false;
+        } else {
+          source.mode = *mode;
+        }
+      } else if (f.name == "format") {
+        if (auto v = Choice(f, key, {"plain", "syslog"})) {
+          source.format = *v == "syslog" ? NetFormat::kSyslog : NetFormat::kPlain;
+        } else {
+          ok = false;
+        }
+      } else if (f.name == cap_key) {
+        if (auto v = Integer(f, key, 1, kMaxNetStreams)) {
+          source.max_streams = static_cast<std::size_t>(*v);
+        } else {
+          ok = false;
+        }
+      } else if (f.name == "idle_timeout_ms") {
+        if (auto v = Integer(f, key, kMinIdleTimeoutMs, kMaxIntMs)) {
+          source.idle_timeout_ms = static_cast<int>(*v);
+        } else {
+          ok = false;
+        }
+      }
+    }
+    const int line = LineOf(node);
+    if (!has_id) {
+      AddError(line, Join(path, "id"), "required key is missing");
+      ok = false;
+    }
+    if (!has_where) {
+      AddError(line, Join(path, where_key), "required key is missing");
+      ok = false;
+    }
+    if (ok) config->net_sources.push_back(std::move(source));
+  }
+
   void ParseSource(const YAML::Node& node, const std::string& path,
                    std::map<std::string, int, std::less<>>* id_lines, Config* config) {
     if (!node.IsMap()) {
@@ -390,9 +534,13 @@ class ConfigParser {
       if (it->first.IsScalar() && it->first.Scalar() == "type") {
         type = Scalar(Field{"type", it->first, it->second}, Join(path, "type"));
         if (!type) return;
+        if (const std::optional<NetTransport> net = NetTransportNamed(*type)) {
+          ParseNetSource(node, path, *net, id_lines, config);
+          return;
+        }
         if (*type != "file") {
           AddError(LineOf(it->first), Join(path, "type"),
-                   "unknown source type '" + *type + "'; allowed: file");
+                   "unknown source type '" + *type + "'; allowed: " + kSourceTypes);
           return;
         }
         break;
@@ -400,9 +548,10 @@ class ConfigParser {
     }
     bool ok = true;
     if (!type) {
-      // Still check the rest as a file source, the only type there is: one round trip shows
+      // Still check the rest as a file source, the most common type: one round trip shows
       // every problem of the entry.
-      AddError(line, Join(path, "type"), "required key is missing; allowed: file");
+      AddError(line, Join(path, "type"),
+               std::string("required key is missing; allowed: ") + kSourceTypes);
       ok = false;
     }
 
@@ -416,21 +565,7 @@ class ConfigParser {
       const std::string key = Join(path, f.name);
       if (f.name == "id") {
         has_id = true;
-        std::optional<std::string> id = Scalar(f, key);
-        if (!id) {
-          ok = false;
-        } else if (!IsValidSourceId(*id)) {
-          AddError(LineOf(f.key), key,
-                   "'" + *id + "' is not a valid id: use letters, digits, '_', '.' and '-'");
-          ok = false;
-        } else if (auto [seen, inserted] = id_lines->emplace(*id, LineOf(f.key)); !inserted) {
-          AddError(LineOf(f.key), key,
-                   "duplicate source id '" + *id + "'; first used on line " +
-                       std::to_string(seen->second));
-          ok = false;
-        } else {
-          source.id = *id;
-        }
+        ok = SourceId(f, key, id_lines, &source.id) && ok;
       } else if (f.name == "paths") {
         has_paths = true;
         if (auto list = StringList(f, key)) {
