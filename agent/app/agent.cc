@@ -89,10 +89,11 @@ long OpenDescriptors() {
 
 }  // namespace
 
-Agent::Agent(Config config, std::shared_ptr<const RuleSet> rules)
+Agent::Agent(Config config, std::shared_ptr<const RuleSet> rules, AgentOptions options)
     : config_(std::move(config)),
       rules_(std::move(rules)),
-      signals_(io_, SIGINT, SIGTERM, SIGHUP),
+      options_(options),
+      signals_(io_),
       metrics_(signature_labels_),
       metrics_sink_(std::make_unique<MetricsSink>(metrics_)),
       events_(signature_labels_),
@@ -107,10 +108,23 @@ Agent::Agent(Config config, std::shared_ptr<const RuleSet> rules)
 
 Agent::~Agent() = default;
 
+void Agent::AddFindingSink(FindingSink* sink) { findings_.Add(sink); }
+
+void Agent::AddSource(SourceBuilder build) { extra_sources_.push_back(std::move(build)); }
+
 bool Agent::Start(std::string* error) {
-  AddRoutes();
-  if (!http_.Listen(config_.http_address, config_.http_port, error)) return false;
-  spdlog::info("serving /metrics on http://{}:{}/metrics", config_.http_address, http_.port());
+  // Caught from here on, queued until Run: a SIGTERM while sources start still stops cleanly.
+  if (options_.handle_signals) {
+    signals_.add(SIGINT);
+    signals_.add(SIGTERM);
+    signals_.add(SIGHUP);
+    WaitForSignal();
+  }
+  if (options_.serve_http) {
+    AddRoutes();
+    if (!http_.Listen(config_.http_address, config_.http_port, error)) return false;
+    spdlog::info("serving /metrics on http://{}:{}/metrics", config_.http_address, http_.port());
+  }
 
   // One descriptor budget for every source, from the limit raised as far as it goes.
   const SourceContext context{
@@ -137,14 +151,23 @@ bool Agent::Start(std::string* error) {
           },
       .descriptors = std::make_shared<DescriptorBudget>(
           DescriptorBudget::ForLimit(RaiseDescriptorLimit(), config_.max_open_files)),
+      // Sources end only from the loop, after Start has returned: sources_ is complete by then.
+      .ended =
+          [this] {
+            if (++ended_sources_ < sources_.size()) return;
+            asio::post(io_, [this] {
+              spdlog::info("every source has ended, stopping");
+              Stop();
+            });
+          },
   };
-  sources_ = BuildSources(context);
+  if (options_.config_sources) sources_ = BuildSources(context);
+  for (const SourceBuilder& build : extra_sources_) sources_.push_back(build(context));
   for (auto& source : sources_) {
     if (!source->Open(error)) return false;
   }
   for (auto& source : sources_) source->Start();
   sources_started_ = true;
-  WaitForSignal();
   return true;
 }
 
@@ -206,6 +229,8 @@ std::string Agent::NotReadyReason() const {
 void Agent::Run() { io_.run(); }
 
 void Agent::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
   boost::system::error_code ignored;
   signals_.cancel(ignored);
   for (auto& source : sources_) source->Stop();

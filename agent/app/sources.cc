@@ -8,6 +8,8 @@ std::vector<std::unique_ptr<Source>> BuildSources(const SourceContext& context) 
   static constexpr Builder kSourceTypes[] = {
       &BuildFileSources,
       &BuildNetSources,
+      &BuildStdinSources,
+      &BuildFifoSources,
   };
   std::vector<std::unique_ptr<Source>> sources;
   for (Builder build : kSourceTypes) build(context, sources);

@@ -44,6 +44,10 @@ struct SourceContext {
   std::function<LabeledStreamConsumerFactory(const std::string& source_id)> labeled_consumers;
   // Shared by every source that holds descriptors.
   std::shared_ptr<DescriptorBudget> descriptors;
+  // Called once by a source whose streams have all ended for good (stdin closed, a watched
+  // command's output closed); when every source has ended, the agent stops. Sources that follow
+  // files, pipes or sockets never end and never call it.
+  std::function<void()> ended;
 };
 
 std::vector<std::unique_ptr<Source>> BuildSources(const SourceContext& context);
@@ -51,6 +55,8 @@ std::vector<std::unique_ptr<Source>> BuildSources(const SourceContext& context);
 // The builders behind BuildSources, one per source type.
 void BuildFileSources(const SourceContext& context, std::vector<std::unique_ptr<Source>>& out);
 void BuildNetSources(const SourceContext& context, std::vector<std::unique_ptr<Source>>& out);
+void BuildStdinSources(const SourceContext& context, std::vector<std::unique_ptr<Source>>& out);
+void BuildFifoSources(const SourceContext& context, std::vector<std::unique_ptr<Source>>& out);
 
 }  // namespace faultline
 

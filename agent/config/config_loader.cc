@@ -50,8 +50,6 @@ constexpr int64_t kMaxNetStreams = 65536;
 // writes.
 constexpr int64_t kMinIdleTimeoutMs = 1000;
 
-constexpr char kSourceTypes[] = "file, tcp, udp, unix, unixgram";
-
 std::optional<NetTransport> NetTransportNamed(std::string_view type) {
   if (type == "tcp") return NetTransport::kTcp;
   if (type == "udp") return NetTransport::kUdp;
@@ -74,6 +72,7 @@ std::optional<uint32_t> FileMode(std::string_view text) {
   if (mode > 0777) return std::nullopt;
   return mode;
 }
+
 
 // One `key: value` of a YAML map, with the nodes kept for their line numbers.
 struct Field {
@@ -182,6 +181,9 @@ bool ParseListen(std::string_view text, std::string* host, uint16_t* port, std::
 // stops at the first error: each section is checked independently.
 class ConfigParser {
  public:
+  // Source id -> the line that first used it.
+  using SourceIds = std::map<std::string, int, std::less<>>;
+
   ConfigParser(std::string file, fs::path base_dir)
       : file_(std::move(file)), base_dir_(std::move(base_dir)) {}
 
@@ -363,6 +365,8 @@ class ConfigParser {
       std::string why;
       if (!ParseListen(*text, &config->http_address, &config->http_port, &why)) {
         AddError(LineOf(f.key), key, "'" + *text + "': " + why);
+      } else {
+        config->http_listen_set = true;
       }
     }
   }
@@ -400,35 +404,145 @@ class ConfigParser {
       AddError(LineOf(section.key), path, "expected a list, got " + KindName(section.value));
       return;
     }
-    std::map<std::string, int, std::less<>> id_lines;
+    SourceIds ids;
     for (std::size_t i = 0; i < section.value.size(); ++i) {
-      ParseSource(section.value[i], Index(path, i), &id_lines, config);
+      ParseSource(section.value[i], Index(path, i), &ids, config);
     }
   }
 
-  // A source's `id`: valid and not used by an earlier source.
-  bool SourceId(const Field& f, const std::string& key,
-                std::map<std::string, int, std::less<>>* id_lines, std::string* out) {
-    std::optional<std::string> id = Scalar(f, key);
-    if (!id) return false;
-    if (!IsValidSourceId(*id)) {
+  // The source types and the keys each allows; `id` and `type` are common to all.
+  static constexpr std::string_view kSourceTypes =
+      "file, stdin, fifo, tcp, udp, unix, unixgram";
+
+  void ParseSource(const YAML::Node& node, const std::string& path, SourceIds* ids,
+                   Config* config) {
+    if (!node.IsMap()) {
+      AddError(LineOf(node), path, "expected a map with id and type, got " + KindName(node));
+      return;
+    }
+    // The type decides which keys are allowed, so find it before checking the rest.
+    const int line = LineOf(node);
+    std::optional<std::string> type;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      if (it->first.IsScalar() && it->first.Scalar() == "type") {
+        type = Scalar(Field{"type", it->first, it->second}, Join(path, "type"));
+        if (!type) return;
+        if (const std::optional<NetTransport> net = NetTransportNamed(*type)) {
+          ParseNetSource(node, path, line, *net, ids, config);
+          return;
+        }
+        if (*type != "file" && *type != "stdin" && *type != "fifo") {
+          AddError(LineOf(it->first), Join(path, "type"),
+                   "unknown source type '" + *type + "'; allowed: " + std::string(kSourceTypes));
+          return;
+        }
+        break;
+      }
+    }
+    if (!type) {
+      // Still check the rest as a file source, the common case: one round trip shows every
+      // problem of the entry.
+      AddError(line, Join(path, "type"),
+               "required key is missing; allowed: " + std::string(kSourceTypes));
+      ParseFileSource(node, path, line, ids, /*ok=*/false, config);
+    } else if (*type == "file") {
+      ParseFileSource(node, path, line, ids, /*ok=*/true, config);
+    } else if (*type == "stdin") {
+      ParseStdinSource(node, path, line, ids, config);
+    } else {
+      ParseFifoSource(node, path, line, ids, config);
+    }
+  }
+
+  // The `id` of a source: valid and unique; false (reported) when not.
+  bool ParseSourceId(const Field& f, const std::string& key, SourceIds* ids, std::string* id) {
+    std::optional<std::string> text = Scalar(f, key);
+    if (!text) return false;
+    if (!IsValidSourceId(*text)) {
       AddError(LineOf(f.key), key,
-               "'" + *id + "' is not a valid id: use letters, digits, '_', '.' and '-'");
+               "'" + *text + "' is not a valid id: use letters, digits, '_', '.' and '-'");
       return false;
     }
-    if (auto [seen, inserted] = id_lines->emplace(*id, LineOf(f.key)); !inserted) {
+    if (auto [seen, inserted] = ids->emplace(*text, LineOf(f.key)); !inserted) {
       AddError(LineOf(f.key), key,
-               "duplicate source id '" + *id + "'; first used on line " +
+               "duplicate source id '" + *text + "'; first used on line " +
                    std::to_string(seen->second));
       return false;
     }
-    *out = *id;
+    *id = *text;
     return true;
   }
 
+  void ParseFileSource(const YAML::Node& node, const std::string& path, int line, SourceIds* ids,
+                       bool ok, Config* config) {
+    FileSourceConfig source;
+    bool has_id = false;
+    bool has_paths = false;
+    for (const Field& f :
+         Fields(node, path,
+                {"id", "type", "paths", "exclude", "start_at", "poll_interval_ms",
+                 "rescan_interval_ms", "rotate_wait_ms"})) {
+      const std::string key = Join(path, f.name);
+      if (f.name == "id") {
+        has_id = true;
+        ok = ParseSourceId(f, key, ids, &source.id) && ok;
+      } else if (f.name == "paths") {
+        has_paths = true;
+        if (auto list = StringList(f, key)) {
+          for (const std::string& p : *list) source.paths.push_back(Resolve(p));
+        } else {
+          ok = false;
+        }
+      } else if (f.name == "exclude") {
+        if (auto list = StringList(f, key, /*allow_empty=*/true)) {
+          source.exclude.clear();
+          // A pattern with a '/' is matched against whole paths, so it is resolved like one.
+          for (const std::string& p : *list) {
+            source.exclude.push_back(p.find('/') == std::string::npos ? p : Resolve(p));
+          }
+        } else {
+          ok = false;
+        }
+      } else if (f.name == "rescan_interval_ms") {
+        if (auto v = Integer(f, key, kMinRescanIntervalMs, kMaxRescanIntervalMs)) {
+          source.rescan_interval_ms = static_cast<int>(*v);
+        } else {
+          ok = false;
+        }
+      } else if (f.name == "start_at") {
+        if (auto v = Choice(f, key, {"beginning", "end"})) {
+          source.start_at = *v == "beginning" ? StartAt::kBeginning : StartAt::kEnd;
+        } else {
+          ok = false;
+        }
+      } else if (f.name == "poll_interval_ms") {
+        if (auto v = Integer(f, key, kMinPollIntervalMs, kMaxPollIntervalMs)) {
+          source.poll_interval_ms = static_cast<int>(*v);
+        } else {
+          ok = false;
+        }
+      } else if (f.name == "rotate_wait_ms") {
+        if (auto v = Integer(f, key, kMinRotateWaitMs, kMaxRotateWaitMs)) {
+          source.rotate_wait_ms = static_cast<int>(*v);
+        } else {
+          ok = false;
+        }
+      }
+    }
+    if (!has_id) {
+      AddError(line, Join(path, "id"), "required key is missing");
+      ok = false;
+    }
+    if (!has_paths) {
+      AddError(line, Join(path, "paths"), "required key is missing");
+      ok = false;
+    }
+    if (ok) config->file_sources.push_back(std::move(source));
+  }
+
   // A source of `type: tcp | udp | unix | unixgram` (NetSourceConfig).
-  void ParseNetSource(const YAML::Node& node, const std::string& path, NetTransport transport,
-                      std::map<std::string, int, std::less<>>* id_lines, Config* config) {
+  void ParseNetSource(const YAML::Node& node, const std::string& path, int line,
+                      NetTransport transport, SourceIds* ids, Config* config) {
     NetSourceConfig source;
     source.transport = transport;
     const bool local = source.local();
@@ -445,7 +559,7 @@ class ConfigParser {
       const std::string key = Join(path, f.name);
       if (f.name == "id") {
         has_id = true;
-        ok = SourceId(f, key, id_lines, &source.id) && ok;
+        ok = ParseSourceId(f, key, ids, &source.id) && ok;
       } else if (f.name == "listen" && !local) {
         has_where = true;
         std::optional<std::string> text = Scalar(f, key);
@@ -505,7 +619,6 @@ class ConfigParser {
         }
       }
     }
-    const int line = LineOf(node);
     if (!has_id) {
       AddError(line, Join(path, "id"), "required key is missing");
       ok = false;
@@ -517,90 +630,58 @@ class ConfigParser {
     if (ok) config->net_sources.push_back(std::move(source));
   }
 
-  void ParseSource(const YAML::Node& node, const std::string& path,
-                   std::map<std::string, int, std::less<>>* id_lines, Config* config) {
-    if (!node.IsMap()) {
-      AddError(LineOf(node), path, "expected a map with id, type and paths, got " + KindName(node));
-      return;
-    }
-    // The type decides which keys are allowed, so find it before checking the rest.
-    const int line = LineOf(node);
-    std::optional<std::string> type;
-    for (auto it = node.begin(); it != node.end(); ++it) {
-      if (it->first.IsScalar() && it->first.Scalar() == "type") {
-        type = Scalar(Field{"type", it->first, it->second}, Join(path, "type"));
-        if (!type) return;
-        if (const std::optional<NetTransport> net = NetTransportNamed(*type)) {
-          ParseNetSource(node, path, *net, id_lines, config);
-          return;
-        }
-        if (*type != "file") {
-          AddError(LineOf(it->first), Join(path, "type"),
-                   "unknown source type '" + *type + "'; allowed: " + kSourceTypes);
-          return;
-        }
-        break;
+  void ParseStdinSource(const YAML::Node& node, const std::string& path, int line,
+                        SourceIds* ids, Config* config) {
+    StdinSourceConfig source;
+    bool ok = true;
+    bool has_id = false;
+    for (const Field& f : Fields(node, path, {"id", "type"})) {
+      if (f.name == "id") {
+        has_id = true;
+        ok = ParseSourceId(f, Join(path, f.name), ids, &source.id) && ok;
       }
     }
-    bool ok = true;
-    if (!type) {
-      // Still check the rest as a file source, the most common type: one round trip shows
-      // every problem of the entry.
-      AddError(line, Join(path, "type"),
-               std::string("required key is missing; allowed: ") + kSourceTypes);
+    if (!has_id) {
+      AddError(line, Join(path, "id"), "required key is missing");
       ok = false;
     }
+    // There is one standard input: two sources would each get an arbitrary part of it.
+    if (stdin_line_ != 0) {
+      AddError(line, Join(path, "type"),
+               "only one source can read standard input; the first is on line " +
+                   std::to_string(stdin_line_));
+      ok = false;
+    } else {
+      stdin_line_ = line;
+    }
+    if (ok) config->stdin_sources.push_back(std::move(source));
+  }
 
-    FileSourceConfig source;
+  void ParseFifoSource(const YAML::Node& node, const std::string& path, int line, SourceIds* ids,
+                       Config* config) {
+    FifoSourceConfig source;
+    bool ok = true;
     bool has_id = false;
-    bool has_paths = false;
-    for (const Field& f :
-         Fields(node, path,
-                {"id", "type", "paths", "exclude", "start_at", "poll_interval_ms",
-                 "rescan_interval_ms", "rotate_wait_ms"})) {
+    bool has_path = false;
+    for (const Field& f : Fields(node, path, {"id", "type", "path"})) {
       const std::string key = Join(path, f.name);
       if (f.name == "id") {
         has_id = true;
-        ok = SourceId(f, key, id_lines, &source.id) && ok;
-      } else if (f.name == "paths") {
-        has_paths = true;
-        if (auto list = StringList(f, key)) {
-          for (const std::string& p : *list) source.paths.push_back(Resolve(p));
-        } else {
+        ok = ParseSourceId(f, key, ids, &source.id) && ok;
+      } else if (f.name == "path") {
+        has_path = true;
+        std::optional<std::string> text = Scalar(f, key);
+        if (!text || text->empty()) {
+          if (text) AddError(LineOf(f.key), key, "expected a path, got an empty string");
           ok = false;
+          continue;
         }
-      } else if (f.name == "exclude") {
-        if (auto list = StringList(f, key, /*allow_empty=*/true)) {
-          source.exclude.clear();
-          // A pattern with a '/' is matched against whole paths, so it is resolved like one.
-          for (const std::string& p : *list) {
-            source.exclude.push_back(p.find('/') == std::string::npos ? p : Resolve(p));
-          }
-        } else {
-          ok = false;
-        }
-      } else if (f.name == "rescan_interval_ms") {
-        if (auto v = Integer(f, key, kMinRescanIntervalMs, kMaxRescanIntervalMs)) {
-          source.rescan_interval_ms = static_cast<int>(*v);
-        } else {
-          ok = false;
-        }
-      } else if (f.name == "start_at") {
-        if (auto v = Choice(f, key, {"beginning", "end"})) {
-          source.start_at = *v == "beginning" ? StartAt::kBeginning : StartAt::kEnd;
-        } else {
-          ok = false;
-        }
-      } else if (f.name == "poll_interval_ms") {
-        if (auto v = Integer(f, key, kMinPollIntervalMs, kMaxPollIntervalMs)) {
-          source.poll_interval_ms = static_cast<int>(*v);
-        } else {
-          ok = false;
-        }
-      } else if (f.name == "rotate_wait_ms") {
-        if (auto v = Integer(f, key, kMinRotateWaitMs, kMaxRotateWaitMs)) {
-          source.rotate_wait_ms = static_cast<int>(*v);
-        } else {
+        source.path = Resolve(*text);
+        // One pipe read by two sources would split its lines between them at random.
+        if (auto [seen, inserted] = fifo_lines_.emplace(source.path, LineOf(f.key)); !inserted) {
+          AddError(LineOf(f.key), key,
+                   "the named pipe " + source.path + " is already read by the source on line " +
+                       std::to_string(seen->second));
           ok = false;
         }
       }
@@ -609,16 +690,18 @@ class ConfigParser {
       AddError(line, Join(path, "id"), "required key is missing");
       ok = false;
     }
-    if (!has_paths) {
-      AddError(line, Join(path, "paths"), "required key is missing");
+    if (!has_path) {
+      AddError(line, Join(path, "path"), "required key is missing");
       ok = false;
     }
-    if (ok) config->file_sources.push_back(std::move(source));
+    if (ok) config->fifo_sources.push_back(std::move(source));
   }
 
   const std::string file_;
   const fs::path base_dir_;
   ErrorList errors_;
+  int stdin_line_ = 0;                                     // of the stdin source, 0: none yet
+  std::map<std::string, int, std::less<>> fifo_lines_;     // fifo path -> line of its source
 };
 
 }  // namespace

@@ -71,6 +71,7 @@ class Metrics {
 
   // Lines cut at max_line_bytes by framing.
   void AddTruncatedLines(uint64_t n);
+  uint64_t truncated_lines() const { return static_cast<uint64_t>(truncated_->Value()); }
 
   // Brings faultline_match_errors_total{engine} up to `totals`: running totals of engine errors,
   // summed over every MatchScratch in use (MatchScratch::errors()). Counters only rise, so a
