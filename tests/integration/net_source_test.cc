@@ -1,14 +1,17 @@
 // `faultline run` with network sources, as senders reach it: real TCP, UDP and Unix sockets on
 // loopback, nc-like senders (and util-linux `logger` for syslog), counts read from /metrics and
 // /api/v1/findings of the real binary. Each test is bounded to a few seconds.
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -41,11 +44,19 @@ match: ['CUDA out of memory']
 root_cause: r
 fix: f
 )";
+constexpr char kNcclRule[] = R"(id: t.nccl
+title: NCCL error
+severity: error
+category: distributed
+match: ['NCCL error']
+root_cause: r
+fix: f
+)";
 constexpr char kOom[] = "CUDA out of memory";
 
-std::string Hits(const std::string& labels = "") {
-  return "faultline_signature_matches_total{" + labels +
-         "severity=\"error\",signature=\"t.cuda_oom\"}";
+std::string Hits(const std::string& labels = "", const std::string& signature = "t.cuda_oom") {
+  return "faultline_signature_matches_total{" + labels + "severity=\"error\",signature=\"" +
+         signature + "\"}";
 }
 std::string Lines(const std::string& source) {
   return "faultline_lines_total{source=\"" + source + "\"}";
@@ -73,9 +84,12 @@ std::string Lines(const std::string& who, int n) {
 class NetSourceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = testing::TempDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::replace(name.begin(), name.end(), '/', '_');  // a parameterised test's "Name/tcp"
+    dir_ = testing::TempDir(name);
     fs::create_directories(dir_ + "/rules");
     std::ofstream(dir_ + "/rules/t.yaml") << kRule;
+    std::ofstream(dir_ + "/rules/nccl.yaml") << kNcclRule;
     port_ = testing::FreePort();
   }
   void TearDown() override { fs::remove_all(dir_); }
@@ -179,23 +193,6 @@ TEST_F(NetSourceTest, EveryTypeCountsEachLineExactlyAndUnixSocketsComeAndGo) {
   EXPECT_FALSE(fs::exists(dgram_path));
 }
 
-TEST_F(NetSourceTest, APartialLineIsCountedWhenTheConnectionCloses) {
-  const uint16_t tcp = testing::FreePort();
-  auto agent = Start("  - {id: tcp, type: tcp, listen: '127.0.0.1:" + std::to_string(tcp) + "'}\n");
-  Client client = Client::Tcp(tcp);
-  ASSERT_TRUE(client.Send("epoch 1\r\x1b[31mRuntimeError: CUDA out of memory\x1b[0m"));
-  // Framed like a file: '\r' ends a line, ANSI is stripped; the last line waits for more...
-  ASSERT_TRUE(Reach({{Lines("tcp"), 1}, {Hits(), 0}})) << Show({Lines("tcp"), Hits()});
-  client.Close();  // ...until the peer closes.
-  EXPECT_TRUE(Reach({{Lines("tcp"), 2}, {Hits(), 1}})) << Show({Lines("tcp"), Hits()});
-  std::string body;
-  ASSERT_EQ(200, HttpGet(port_, "/api/v1/findings", &body));
-  const nlohmann::json json = nlohmann::json::parse(body);
-  ASSERT_EQ(1u, json["findings"].size()) << body;
-  EXPECT_THAT(json["findings"][0]["stream"].get<std::string>(), HasSubstr("127.0.0.1:")) << body;
-  EXPECT_EQ(0, agent->Stop(SIGTERM));
-}
-
 TEST_F(NetSourceTest, HundredConcurrentSendersAreCountedExactly) {
   const uint16_t tcp = testing::FreePort();
   auto agent = Start("  - {id: tcp, type: tcp, listen: '127.0.0.1:" + std::to_string(tcp) + "'}\n");
@@ -220,52 +217,149 @@ TEST_F(NetSourceTest, HundredConcurrentSendersAreCountedExactly) {
   EXPECT_EQ(0, agent->Stop(SIGTERM));
 }
 
-// One peer sends a 100 MB line and then garbage as fast as it can; another peer's failure line
-// must be counted while that is still going on, and every line of it.
-TEST_F(NetSourceTest, AFloodingPeerDoesNotDelayAnotherPeersLines) {
-  const uint16_t tcp = testing::FreePort();
-  auto agent = Start("  - {id: tcp, type: tcp, listen: '127.0.0.1:" + std::to_string(tcp) + "'}\n");
-  std::atomic<bool> stop{false};
-  std::atomic<uint64_t> flooded{0};
-  std::thread flooder([&] {
-    Client flood = Client::Tcp(tcp);
-    const std::string chunk(1 << 20, 'x');
-    for (int i = 0; i < 100 && !stop; ++i) {  // one line of 100 MiB, no newline yet
-      if (!flood.Send(chunk)) return;
-      flooded += chunk.size();
+// The same behaviour asked of every network type, with real sockets of that type.
+struct NetType {
+  std::string type;  // as in the config
+  bool stream;       // tcp, unix: one stream per connection; udp, unixgram: per peer
+  bool local;        // unix, unixgram: a socket file
+};
+
+std::string TypeName(const ::testing::TestParamInfo<NetType>& info) { return info.param.type; }
+void PrintTo(const NetType& t, std::ostream* out) { *out << t.type; }
+
+class NetTypeTest : public NetSourceTest, public ::testing::WithParamInterface<NetType> {
+ protected:
+  void SetUp() override {
+    NetSourceTest::SetUp();
+    listen_port_ = testing::FreePort();
+  }
+  // The source under test, id "net"; `extra` adds keys (", idle_timeout_ms: 300").
+  std::unique_ptr<Daemon> StartSource(const std::string& extra = "") {
+    const NetType& t = GetParam();
+    const std::string where = t.local ? "path: net.sock"
+                                      : "listen: '127.0.0.1:" + std::to_string(listen_port_) + "'";
+    return Start("  - {id: net, type: " + t.type + ", " + where + extra + "}\n");
+  }
+  std::string SocketPath() const { return dir_ + "/net.sock"; }
+  // A sender: a new connection, or a new peer (its own port; for unixgram its own socket file
+  // when `bind_as` is given, else known by its pid).
+  Client Connect(const std::string& bind_as = "") const {
+    const NetType& t = GetParam();
+    if (t.local) {
+      return Client::Unix(SocketPath(), t.stream ? SOCK_STREAM : SOCK_DGRAM,
+                          bind_as.empty() ? "" : dir_ + "/" + bind_as);
     }
-    std::string garbage(1 << 20, '\0');
-    for (size_t i = 0; i < garbage.size(); ++i) garbage[i] = static_cast<char>(i * 131 % 251);
-    while (!stop && flood.Send(garbage)) flooded += garbage.size();
-  });
-  ASSERT_TRUE(Eventually([&] { return flooded > (16u << 20); }));
-  Client other = Client::Tcp(tcp);
-  ASSERT_TRUE(other.Send(Lines("other", 100)));
-  const auto sent = std::chrono::steady_clock::now();
-  const bool counted =
-      Eventually([&] { return Sample(Metrics(), Hits()) == 10; }, std::chrono::seconds(10));
-  const auto took = std::chrono::steady_clock::now() - sent;
-  const bool flood_still_going = flooded < (100u << 20) || !stop;
-  stop = true;
-  flooder.join();
-  EXPECT_TRUE(counted) << Show({Lines("tcp"), Hits()});
-  EXPECT_TRUE(flood_still_going);
-  EXPECT_LT(took, std::chrono::seconds(2));
-  // The 100 MiB line was cut at max_line_bytes and counted as one truncated line.
-  EXPECT_GE(Sample(Metrics(), "faultline_lines_truncated_total"), 1);
-  EXPECT_TRUE(agent->running());
+    return t.stream ? Client::Tcp(listen_port_) : Client::Udp(listen_port_);
+  }
+  // The stream name the agent must give `client`'s lines (socket_peer.h).
+  std::string PeerName(const Client& client, const std::string& bind_as = "") const {
+    if (GetParam().local) {
+      if (!bind_as.empty()) return dir_ + "/" + bind_as;  // its own socket file
+      return "net.sock: pid " + std::to_string(getpid()) + ", uid " + std::to_string(getuid());
+    }
+    sockaddr_in own{};
+    socklen_t length = sizeof(own);
+    getsockname(client.fd(), reinterpret_cast<sockaddr*>(&own), &length);
+    return "127.0.0.1:" + std::to_string(ntohs(own.sin_port));
+  }
+  // The latest finding of `signature`, {} when there is none.
+  nlohmann::json Finding(const std::string& signature) {
+    std::string body;
+    if (HttpGet(port_, "/api/v1/findings", &body) != 200) return {};
+    const nlohmann::json json = nlohmann::json::parse(body);
+    for (const auto& f : json["findings"]) {
+      if (f["signature"] == signature) return f;
+    }
+    return {};
+  }
+
+  uint16_t listen_port_ = 0;
+};
+// What only connections (tcp, unix) or only datagram peers (udp, unixgram) have.
+class StreamTypeTest : public NetTypeTest {};
+class DatagramTypeTest : public NetTypeTest {};
+
+// Two senders whose writes interleave: each is its own stream (a connection's half line is never
+// joined to another's), named by its peer, so the findings say who sent them.
+TEST_P(NetTypeTest, EachSenderIsItsOwnStreamNamedByItsPeer) {
+  auto agent = StartSource();
+  Client a = Connect("a.sock");
+  Client b = Connect();
+  ASSERT_TRUE(a.ok() && b.ok());
+  if (GetParam().stream) {
+    ASSERT_TRUE(a.Send("a: RuntimeError: CUDA out "));
+    ASSERT_TRUE(b.Send("b: step 1\nb: NCCL error: unhandled system error\n"));
+    // b's lines are counted while a's half line waits for its end...
+    ASSERT_TRUE(Reach({{Lines("net"), 2}, {Hits("", "t.nccl"), 1}, {Hits(), 0}}))
+        << Show({Lines("net"), Hits(), Hits("", "t.nccl")}) << agent->Stderr();
+    ASSERT_TRUE(a.Send("of memory\n"));  // ...which joins only a's own first half.
+  } else {
+    // A datagram ends its last line: the next datagram from the same peer is a new line.
+    ASSERT_TRUE(a.Send("a: RuntimeError: CUDA out of memory"));
+    ASSERT_TRUE(b.Send("b: step 1\nb: NCCL error: unhandled system error\n"));
+    ASSERT_TRUE(a.Send("a: step 2"));
+  }
+  const double lines = GetParam().stream ? 3 : 4;
+  EXPECT_TRUE(Reach({{Lines("net"), lines}, {Hits(), 1}, {Hits("", "t.nccl"), 1}}))
+      << Show({Lines("net"), Hits(), Hits("", "t.nccl")}) << agent->Stderr();
+  const nlohmann::json oom = Finding("t.cuda_oom");
+  const nlohmann::json nccl = Finding("t.nccl");
+  ASSERT_FALSE(oom.is_null());
+  ASSERT_FALSE(nccl.is_null());
+  EXPECT_EQ("net", oom["source"]);
+  EXPECT_EQ("a: RuntimeError: CUDA out of memory", oom["text"]);
+  // A Unix sender that bound a socket file of its own is named by it, one that did not by its
+  // pid and uid (the kernel's word); an IP sender by its address and port.
+  EXPECT_THAT(oom["stream"].get<std::string>(), HasSubstr(PeerName(a, "a.sock")));
+  EXPECT_THAT(nccl["stream"].get<std::string>(), HasSubstr(PeerName(b)));
+  EXPECT_NE(oom["stream"], nccl["stream"]);
+  EXPECT_EQ(0, agent->Stop(SIGTERM));
+}
+
+// A connection silent for idle_timeout_ms is closed by the agent: its half line is counted and
+// the sender sees the end of the connection; a sender that keeps talking is not closed.
+TEST_P(StreamTypeTest, AnIdleConnectionIsClosedAndItsLastLineCounted) {
+  auto agent = StartSource(", idle_timeout_ms: 1000");
+  Client idle = Connect();
+  Client talking = Connect();
+  ASSERT_TRUE(idle.Send("idle: CUDA out of memory"));
+  const auto began = std::chrono::steady_clock::now();
+  int sent = 0;
+  // For twice the timeout, `talking` sends a line every 100 ms while `idle` says nothing.
+  while (std::chrono::steady_clock::now() - began < std::chrono::milliseconds(2000)) {
+    ASSERT_TRUE(talking.Send("talking " + std::to_string(sent++) + "\n"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(Reach({{Lines("net"), sent + 1.0}, {Hits(), 1}}))
+      << Show({Lines("net"), Hits()}) << agent->Stderr();
+  char byte = 0;
+  timeval wait{5, 0};
+  setsockopt(idle.fd(), SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait));
+  EXPECT_EQ(0, recv(idle.fd(), &byte, 1, 0)) << "the idle connection was not closed by the agent";
+  ASSERT_TRUE(talking.Send("talking: still here\n"));
+  EXPECT_TRUE(Reach({{Lines("net"), sent + 2.0}})) << Show({Lines("net")});
+  EXPECT_EQ(0, agent->Stop(SIGTERM));
+}
+
+TEST_P(StreamTypeTest, APartialLineIsCountedWhenTheSenderCloses) {
+  auto agent = StartSource();
+  Client client = Connect();
+  ASSERT_TRUE(client.Send("epoch 1\r\x1b[31mRuntimeError: CUDA out of memory\x1b[0m"));
+  // Framed like a file: '\r' ends a line, ANSI is stripped; the last line waits for more...
+  ASSERT_TRUE(Reach({{Lines("net"), 1}, {Hits(), 0}})) << Show({Lines("net"), Hits()});
+  client.Close();  // ...until the peer closes.
+  EXPECT_TRUE(Reach({{Lines("net"), 2}, {Hits(), 1}})) << Show({Lines("net"), Hits()});
+  EXPECT_EQ("RuntimeError: CUDA out of memory", Finding("t.cuda_oom")["text"]);
   EXPECT_EQ(0, agent->Stop(SIGTERM));
 }
 
 // Far more connections than the cap: the newcomers are closed at once, an active sender keeps
 // its connection and its counts, and /metrics answers throughout.
-TEST_F(NetSourceTest, AConnectionFloodBeyondTheCapKeepsMetricsAnswering) {
-  const uint16_t tcp = testing::FreePort();
-  auto agent = Start("  - {id: tcp, type: tcp, listen: '127.0.0.1:" + std::to_string(tcp) +
-                     "', max_connections: 20}\n");
-  Client active = Client::Tcp(tcp);
+TEST_P(StreamTypeTest, AConnectionFloodBeyondTheCapKeepsMetricsAnswering) {
+  auto agent = StartSource(", max_connections: 20");
+  Client active = Connect();
   ASSERT_TRUE(active.Send(Lines("active", 10)));
-  ASSERT_TRUE(Reach({{Lines("tcp"), 10}}));
+  ASSERT_TRUE(Reach({{Lines("net"), 10}}));
   std::atomic<bool> done{false};
   std::atomic<int> scrapes{0};
   std::atomic<int> failures{0};
@@ -278,11 +372,11 @@ TEST_F(NetSourceTest, AConnectionFloodBeyondTheCapKeepsMetricsAnswering) {
   });
   std::vector<Client> flood;
   for (int round = 0; round < 5; ++round) {
-    for (int i = 0; i < 200; ++i) flood.push_back(Client::Tcp(tcp));
+    for (int i = 0; i < 200; ++i) flood.push_back(Connect());
     ASSERT_TRUE(active.Send(Lines("active", 10)));
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  EXPECT_TRUE(Reach({{Lines("tcp"), 60}, {Hits(), 6}})) << Show({Lines("tcp"), Hits()});
+  EXPECT_TRUE(Reach({{Lines("net"), 60}, {Hits(), 6}})) << Show({Lines("net"), Hits()});
   done = true;
   prober.join();
   EXPECT_EQ(0, failures);
@@ -291,6 +385,89 @@ TEST_F(NetSourceTest, AConnectionFloodBeyondTheCapKeepsMetricsAnswering) {
   EXPECT_TRUE(agent->running());
   EXPECT_EQ(0, agent->Stop(SIGTERM));
 }
+
+// More peers than max_peers: the stream of the one heard from least recently ends (and settles)
+// to make room, and every line of every peer is still counted.
+TEST_P(DatagramTypeTest, PeersBeyondTheCapAreAllCounted) {
+  auto agent = StartSource(", max_peers: 4");
+  std::vector<Client> peers;
+  for (int p = 0; p < 40; ++p) {
+    peers.push_back(Connect("peer" + std::to_string(p) + ".sock"));
+    ASSERT_TRUE(peers.back().ok());
+  }
+  for (int round = 0; round < 5; ++round) {
+    for (int p = 0; p < 40; ++p) {
+      ASSERT_TRUE(peers[p].Send(Lines("peer" + std::to_string(p), 10)));
+    }
+  }
+  EXPECT_TRUE(Reach({{Lines("net"), 40 * 5 * 10}, {Hits(), 40 * 5}}))
+      << Show({Lines("net"), Hits()}) << agent->Stderr();
+  EXPECT_EQ(0, agent->Stop(SIGTERM));
+}
+
+// One sender sends a 100 MiB line and then binary garbage as fast as it can; another sender's
+// lines must be counted, every one and promptly, while that is still going on.
+TEST_P(NetTypeTest, ALongLineOrGarbageFromOneSenderDoesNotDelayAnother) {
+  auto agent = StartSource();
+  std::atomic<bool> stop{false};
+  std::atomic<bool> flooding{true};
+  std::atomic<uint64_t> flooded{0};
+  const bool stream = GetParam().stream;
+  std::thread flooder([&] {
+    Client flood = Connect("flood.sock");
+    if (stream) {  // one line of 100 MiB, no newline yet
+      const std::string chunk(1 << 20, 'x');
+      for (int i = 0; i < 100 && !stop; ++i) {
+        if (!flood.Send(chunk)) break;
+        flooded += chunk.size();
+      }
+    }
+    // Every byte value but the line ends, so each datagram is one line of garbage.
+    std::string garbage(stream ? 1 << 20 : 8192, '\0');
+    for (size_t i = 0; i < garbage.size(); ++i) {
+      garbage[i] = static_cast<char>(i * 131 % 251);
+      if (garbage[i] == '\n' || garbage[i] == '\r') garbage[i] = '\x1b';
+    }
+    while (!stop && flood.Send(garbage)) {
+      flooded += garbage.size();
+      // UDP has no flow control: past what the agent reads, the kernel drops datagrams, the
+      // other peer's too. So this one floods at a rate the agent can read (~16 MB/s); a Unix
+      // datagram sender waits for room instead and floods as fast as the agent reads.
+      if (!stream && !GetParam().local) std::this_thread::sleep_for(std::chrono::microseconds(500));
+    }
+    flooding = false;
+  });
+  ASSERT_TRUE(Eventually([&] { return flooded > (stream ? 16u << 20 : 4u << 20); }))
+      << agent->Stderr();
+  Client other = Connect();
+  for (int d = 0; d < 10; ++d) ASSERT_TRUE(other.Send(Lines("other" + std::to_string(d), 10)));
+  const auto sent = std::chrono::steady_clock::now();
+  const bool counted =
+      Eventually([&] { return Sample(Metrics(), Hits()) == 10; }, std::chrono::seconds(10));
+  const auto took = std::chrono::steady_clock::now() - sent;
+  const bool still_flooding = flooding;
+  const std::string while_flooding = Show({Lines("net"), Hits()});
+  stop = true;
+  flooder.join();
+  EXPECT_TRUE(counted) << while_flooding << agent->Stderr();
+  EXPECT_TRUE(still_flooding);
+  EXPECT_LT(took, std::chrono::seconds(2));
+  if (stream) {
+    // The 100 MiB line was cut at max_line_bytes (1 MiB) and counted as truncated lines.
+    EXPECT_GE(Sample(Metrics(), "faultline_lines_truncated_total"), 1);
+  }
+  EXPECT_TRUE(agent->running());
+  EXPECT_EQ(0, agent->Stop(SIGTERM));
+}
+
+const NetType kTcp{"tcp", true, false};
+const NetType kUnix{"unix", true, true};
+const NetType kUdp{"udp", false, false};
+const NetType kUnixgram{"unixgram", false, true};
+INSTANTIATE_TEST_SUITE_P(Types, NetTypeTest, ::testing::Values(kTcp, kUnix, kUdp, kUnixgram),
+                         TypeName);
+INSTANTIATE_TEST_SUITE_P(Types, StreamTypeTest, ::testing::Values(kTcp, kUnix), TypeName);
+INSTANTIATE_TEST_SUITE_P(Types, DatagramTypeTest, ::testing::Values(kUdp, kUnixgram), TypeName);
 
 class SyslogSourceTest : public NetSourceTest {
  protected:
