@@ -7,7 +7,10 @@
 
 #include <csignal>
 
+#include "agent/app/admin_token.h"
 #include "agent/app/findings_json.h"
+#include "agent/app/status_json.h"
+#include "agent/app/status_page.h"
 #include "agent/framing/utf8.h"
 #include "agent/match/stream_pipeline.h"
 
@@ -33,11 +36,20 @@ class Agent::MatchedStream : public StreamConsumer {
  public:
   MatchedStream(StreamOrigin origin, const std::shared_ptr<const RuleSet>& rules, FindingSink* sink,
              MatchScratch* scratch, size_t max_line_bytes, Metrics& metrics,
-             Metrics::SourceCounters counters)
+             Metrics::SourceCounters counters, std::unordered_set<MatchedStream*>& live)
       : origin_(std::move(origin)),
         pipeline_(rules, sink, scratch, max_line_bytes, &origin_),
         metrics_(metrics),
-        counters_(counters) {}
+        counters_(counters),
+        live_(live) {
+    live_.insert(this);
+  }
+  ~MatchedStream() override { live_.erase(this); }
+
+  // A reload: the same stream, framer and pending context, matched by the new rules.
+  void Rebind(const std::shared_ptr<const RuleSet>& rules, MatchScratch* scratch) {
+    pipeline_.Rebind(rules, scratch);
+  }
 
   void OnBytes(std::string_view bytes) override {
     counters_.bytes->Increment(static_cast<double>(bytes.size()));
@@ -69,7 +81,12 @@ class Agent::MatchedStream : public StreamConsumer {
   const Metrics::SourceCounters counters_;
   uint64_t counted_lines_ = 0;
   uint64_t counted_truncated_ = 0;
+  std::unordered_set<MatchedStream*>& live_;
 };
+
+void Agent::RebindStreams(const std::shared_ptr<const RuleSet>& rules, MatchScratch* scratch) {
+  for (MatchedStream* stream : live_streams_) stream->Rebind(rules, scratch);
+}
 
 namespace {
 
@@ -97,13 +114,15 @@ Agent::Agent(Config config, std::shared_ptr<const RuleSet> rules, AgentOptions o
       metrics_(signature_labels_),
       metrics_sink_(std::make_unique<MetricsSink>(metrics_)),
       events_(signature_labels_),
-      scratch_(rules_->patterns()),
-      http_(io_) {
+      scratch_(std::make_unique<MatchScratch>(rules_->patterns())),
+      http_(io_),
+      sources_([this](const Config& section) { return ContextFor(section); }) {
   signature_labels_.Bind(rules_->rules());
   metrics_.BindRules(rules_->rules());
   findings_.Add(metrics_sink_.get());
   findings_.Add(&events_);
   events_.Add(&latest_);
+  events_.Add(&tally_);
 }
 
 Agent::~Agent() = default;
@@ -113,6 +132,15 @@ void Agent::AddFindingSink(FindingSink* sink) { findings_.Add(sink); }
 void Agent::AddSource(SourceBuilder build) { extra_sources_.push_back(std::move(build)); }
 
 bool Agent::Start(std::string* error) {
+  if (!config_.http_admin_token_file.empty()) {
+    Result<AdminToken> token = ReadAdminToken(config_.http_admin_token_file);
+    if (!token.ok()) {
+      *error = FormatErrors(token.errors());
+      return false;
+    }
+    admin_token_ = token.value().token;
+    if (!token.value().warning.empty()) spdlog::warn("{}", token.value().warning);
+  }
   // Caught from here on, queued until Run: a SIGTERM while sources start still stops cleanly.
   if (options_.handle_signals) {
     signals_.add(SIGINT);
@@ -127,16 +155,39 @@ bool Agent::Start(std::string* error) {
   }
 
   // One descriptor budget for every source, from the limit raised as far as it goes.
-  const SourceContext context{
+  descriptors_ = std::make_shared<DescriptorBudget>(
+      DescriptorBudget::ForLimit(RaiseDescriptorLimit(), config_.max_open_files));
+  if (options_.config_sources) {
+    const SourceSet::Changes changes = sources_.Apply(config_);
+    if (!changes.failed.empty()) {  // at start, a source that cannot open is a load error
+      *error = "source " + changes.failed.front().first + ": " + changes.failed.front().second;
+      return false;
+    }
+  }
+  const SourceContext context = ContextFor(config_);
+  for (const SourceBuilder& build : extra_sources_) extra_running_.push_back(build(context));
+  for (auto& source : extra_running_) {
+    if (!source->Open(error)) return false;
+  }
+  for (auto& source : extra_running_) source->Start();
+  sources_started_ = true;
+  // Reload re-reads the config's sources; an agent without them has nothing to reload.
+  if (options_.config_sources) StartReloads();
+  return true;
+}
+
+SourceContext Agent::ContextFor(const Config& section) {
+  return SourceContext{
       .io = io_,
-      .config = config_,
+      .config = section,
       .consumers =
           [this](const std::string& source_id) -> StreamConsumerFactory {
             const Metrics::SourceCounters counters = metrics_.ForSource(source_id);
             return [this, counters, source_id](const std::string& name) {
               return std::make_unique<MatchedStream>(StreamOrigin{source_id, ++streams_started_, name},
-                                                  rules_, &findings_, &scratch_,
-                                                  config_.max_line_bytes, metrics_, counters);
+                                                  rules_, &findings_, scratch_.get(),
+                                                  config_.max_line_bytes, metrics_, counters,
+                                                  live_streams_);
             };
           },
       .labeled_consumers =
@@ -146,29 +197,20 @@ bool Agent::Start(std::string* error) {
                                                const StreamLabels& labels) {
               return std::make_unique<MatchedStream>(
                   StreamOrigin{source_id, ++streams_started_, name, labels}, rules_, &findings_,
-                  &scratch_, config_.max_line_bytes, metrics_, counters);
+                  scratch_.get(), config_.max_line_bytes, metrics_, counters, live_streams_);
             };
           },
-      .descriptors = std::make_shared<DescriptorBudget>(
-          DescriptorBudget::ForLimit(RaiseDescriptorLimit(), config_.max_open_files)),
-      // Sources end only from the loop, after Start has returned: sources_ is complete by then.
+      .descriptors = descriptors_,
+      // Sources end only from the loop, after Start has returned: the sources are all there.
       .ended =
           [this] {
-            if (++ended_sources_ < sources_.size()) return;
+            if (++ended_sources_ < sources_.size() + extra_running_.size()) return;
             asio::post(io_, [this] {
               spdlog::info("every source has ended, stopping");
               Stop();
             });
           },
   };
-  if (options_.config_sources) sources_ = BuildSources(context);
-  for (const SourceBuilder& build : extra_sources_) sources_.push_back(build(context));
-  for (auto& source : sources_) {
-    if (!source->Open(error)) return false;
-  }
-  for (auto& source : sources_) source->Start();
-  sources_started_ = true;
-  return true;
 }
 
 // Every HTTP route of the agent, registered in one place. Routes that let log text or control
@@ -176,7 +218,7 @@ bool Agent::Start(std::string* error) {
 void Agent::AddRoutes() {
   http_.AddRoute(
       {.path = "/metrics", .handler = [this](const HttpRequest&) {
-         metrics_.CountMatchErrors(scratch_.errors());
+         metrics_.CountMatchErrors(MatchErrorTotals());
          return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics_.Serialize()};
        }});
   // The loop answers: that is all liveness means, so a slow disk never restarts the agent.
@@ -188,15 +230,23 @@ void Agent::AddRoutes() {
   http_.AddRoute({.path = "/api/v1/findings", .admin = true, .handler = [this](const HttpRequest&) {
                     return HttpResponse{200, "application/json", LatestFindingsJson(latest_)};
                   }});
+  // The status page and its JSON show log lines, so they are admin routes like the findings.
+  http_.AddRoute({.path = "/", .admin = true, .handler = [this](const HttpRequest&) {
+                    return HttpResponse{200, "text/html; charset=utf-8",
+                                        RenderStatusHtml(Status()), StatusPageHeaders()};
+                  }});
+  http_.AddRoute({.path = "/api/v1/status", .admin = true, .handler = [this](const HttpRequest&) {
+                    return HttpResponse{200, "application/json", StatusJson(Status())};
+                  }});
   http_.AddRoute({.path = "/readyz", .handler = [this](const HttpRequest&) {
                     const std::string reason = NotReadyReason();
                     if (!reason.empty()) {
                       return HttpResponse{503, "text/plain; charset=utf-8", reason + "\n"};
                     }
+                    const size_t sources = sources_.size() + extra_running_.size();
                     return HttpResponse{200, "text/plain; charset=utf-8",
                                         "ready: " + std::to_string(rules_->rules().size()) +
-                                            " rules, " + std::to_string(sources_.size()) +
-                                            " source(s)\n"};
+                                            " rules, " + std::to_string(sources) + " source(s)\n"};
                   }});
 }
 
@@ -204,7 +254,12 @@ void Agent::WaitForSignal() {
   signals_.async_wait([this](const boost::system::error_code& ec, int signal) {
     if (ec) return;
     if (signal == SIGHUP) {
-      spdlog::warn("received SIGHUP: reload is not supported yet (issue 11); still running");
+      if (reloads_ != nullptr) {
+        spdlog::info("received SIGHUP: reloading {}", config_.file);
+        reloads_->Request("SIGHUP");
+      } else {
+        spdlog::warn("received SIGHUP: this agent has no config sources to reload; still running");
+      }
       WaitForSignal();
       return;
     }
@@ -233,7 +288,10 @@ void Agent::Stop() {
   stopped_ = true;
   boost::system::error_code ignored;
   signals_.cancel(ignored);
-  for (auto& source : sources_) source->Stop();
+  if (reloads_ != nullptr) reloads_->Stop();
+  if (config_watcher_ != nullptr) config_watcher_->Stop();
+  sources_.Stop();
+  for (auto& source : extra_running_) source->Stop();
   http_.Stop();
 }
 

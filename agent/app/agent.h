@@ -1,31 +1,43 @@
 // Agent: the daemon behind `faultline run`. It wires the stages of DESIGN.md together on one
 // Asio event loop: sources (file tailers, sockets) -> framing and matching (one StreamPipeline
 // per stream) -> the finding fan-out (metrics first; the lifecycle tracker and alert policy are
-// added to the same fan-out; owned events feed the latest hit per signature) and the HTTP
-// listener that serves /metrics, /healthz, /readyz and /api/v1/findings.
+// added to the same fan-out; owned events feed the latest hit per signature and the per-signature
+// tally) and the HTTP listener that serves /metrics, /healthz, /readyz, /api/v1/findings, the
+// status page `/` and /api/v1/status (agent_status.cc builds what the last two show).
 //
 // Everything runs on the one thread that calls Run(); Stop() may be called from a signal handler
-// installed on the same loop (Start installs one for SIGINT and SIGTERM; SIGHUP is logged and
-// ignored until reload exists, so that a stray `kill -HUP` or a closed terminal never stops the
-// agent). When every source has ended (stdin closed; sources that follow files never end), the
-// agent stops by itself. Start fails, with the reason, only at load time (the listener cannot
-// bind). Owns everything it creates; the RuleSet is shared.
+// installed on the same loop (Start installs one for SIGINT and SIGTERM, and SIGHUP reloads).
+// Reload (SIGHUP, POST /-/reload, reload.watch) loads and compiles on the ReloadCoordinator's
+// worker and is applied on the loop by ApplyReload (agent_reload.cc says what changes and what
+// stays); an agent without config sources (`faultline watch`) does not reload. When every source
+// has ended (stdin closed; sources that follow files never end), the agent stops by itself.
+// Start fails, with the reason, only at load time (the listener cannot bind, the admin token file
+// cannot be read). Owns everything it creates; the RuleSet is shared.
 #ifndef FAULTLINE_APP_AGENT_H_
 #define FAULTLINE_APP_AGENT_H_
 
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "agent/config/config.h"
 #include "agent/core/asio.h"
 #include "agent/http/http_server.h"
 #include "agent/match/rule_set.h"
+#include "agent/app/config_watcher.h"
+#include "agent/app/reload_coordinator.h"
+#include "agent/app/source_set.h"
+#include "agent/app/sources.h"
+#include "agent/app/status_report.h"
 #include "agent/sink/finding_events.h"
 #include "agent/sink/metrics.h"
 #include "agent/sink/signature_labels.h"
-#include "agent/app/sources.h"
+#include "agent/sink/signature_tally.h"
 
 namespace faultline {
 
@@ -64,9 +76,23 @@ class Agent {
   void WaitForSignal();
   // Why the agent is not ready to do its job; empty when it is (/readyz).
   std::string NotReadyReason() const;
+  // What the status page and /api/v1/status show now (agent_status.cc).
+  StatusReport Status();
+  // The SourceContext of a source built from `section` (source_set.h).
+  SourceContext ContextFor(const Config& section);
+  // Reload (agent_reload.cc): the coordinator, the route and the watcher; applying a new config
+  // on the loop; recording what became of a reload.
+  void StartReloads();
+  void AddReloadRoute();
+  std::vector<std::string> ApplyReload(LoadedConfig next, std::string* summary);
+  // Every live stream goes on with `rules` (StreamPipeline::Rebind).
+  void RebindStreams(const std::shared_ptr<const RuleSet>& rules, MatchScratch* scratch);
+  void OnReloadResult(const ReloadResult& result);
+  // Engine errors of every scratch the agent used, the one in use and those reloads retired.
+  MatchErrors MatchErrorTotals() const;
 
-  const Config config_;
-  const std::shared_ptr<const RuleSet> rules_;
+  Config config_;  // the running config: replaced by a reload
+  std::shared_ptr<const RuleSet> rules_;
   const AgentOptions options_;
   std::vector<SourceBuilder> extra_sources_;
   asio::io_context io_;
@@ -77,13 +103,27 @@ class Agent {
   FindingFanout findings_;
   FindingEventBuilder events_;
   LatestFindings latest_;
+  SignatureTally tally_;
+  const std::chrono::system_clock::time_point started_at_ = std::chrono::system_clock::now();
+  std::chrono::system_clock::time_point rules_loaded_at_ = started_at_;
   uint64_t streams_started_ = 0;
   bool sources_started_ = false;
-  MatchScratch scratch_;
+  std::unique_ptr<MatchScratch> scratch_;
+  MatchErrors retired_match_errors_;
   HttpServer http_;
-  std::vector<std::unique_ptr<Source>> sources_;
+  std::shared_ptr<DescriptorBudget> descriptors_;
+  std::string admin_token_;
+  // Every stream's pipeline, for a reload to rebind (declared before the sources that own them).
+  std::unordered_set<MatchedStream*> live_streams_;
+  SourceSet sources_;  // the config's sources, by id
+  std::vector<std::unique_ptr<Source>> extra_running_;  // from extra_sources_, never reloaded
   size_t ended_sources_ = 0;
   bool stopped_ = false;
+  std::unique_ptr<ReloadCoordinator> reloads_;
+  std::unique_ptr<ConfigWatcher> config_watcher_;
+  std::optional<ReloadResult> last_reload_;
+  uint64_t reloads_ok_ = 0;
+  uint64_t reloads_failed_ = 0;
 };
 
 }  // namespace faultline

@@ -13,6 +13,7 @@ class FileSource : public Source {
       : tailer_(io, std::move(options), std::move(consumers)) {}
   void Start() override { tailer_.Start(); }
   void Stop() override { tailer_.Stop(); }
+  SourceStatus Status() const override { return tailer_.Status(); }
 
  private:
   FileTailer tailer_;

@@ -38,6 +38,17 @@ struct FileSourceConfig {
   int poll_interval_ms = 1000;       // fallback wake-up when inotify says nothing
   int rescan_interval_ms = 30000;    // full walk of the globs, a net for missed inotify events
   int rotate_wait_ms = 60000;        // a rotated-away file is read until quiet this long
+
+  bool operator==(const FileSourceConfig&) const = default;  // a reload restarts a changed one
+};
+
+// How a running agent takes a new config and rule pack (SIGHUP, POST /-/reload, file changes).
+struct ReloadConfig {
+  bool watch = false;  // reload when the config file or a rule file changes (inotify)
+  // A load and compile that takes longer is rejected; the old config keeps running.
+  int timeout_ms = 20000;
+  // Heap the new config and rules may hold once compiled; more is rejected.
+  std::size_t max_memory_bytes = std::size_t{1} << 30;
 };
 
 // Sources that listen on a socket: `type: tcp | udp | unix | unixgram`.
@@ -58,6 +69,8 @@ struct NetSourceConfig {
   std::size_t max_streams = 256;
   // A connection (or peer stream) silent this long is closed and its stream ended.
   int idle_timeout_ms = 3600 * 1000;
+  // A reload restarts a changed one (its connections end); an unchanged one keeps them.
+  bool operator==(const NetSourceConfig&) const = default;
 
   bool stream() const {
     return transport == NetTransport::kTcp || transport == NetTransport::kUnix;
@@ -71,6 +84,7 @@ struct NetSourceConfig {
 // most one such source). When every source of the agent has ended, the agent stops (exit 0).
 struct StdinSourceConfig {
   std::string id;
+  bool operator==(const StdinSourceConfig&) const = default;
 };
 
 // `type: fifo`: a named pipe, created (mode 0600) when the path does not exist; writers may close
@@ -78,6 +92,7 @@ struct StdinSourceConfig {
 struct FifoSourceConfig {
   std::string id;
   std::string path;  // absolute
+  bool operator==(const FifoSourceConfig&) const = default;
 };
 
 struct Config {
@@ -91,6 +106,11 @@ struct Config {
   std::string http_address = "127.0.0.1";
   uint16_t http_port = 9464;
   bool http_listen_set = false;  // the file set http.listen (`watch -c` serves metrics only then)
+  // A file holding the bearer token of the admin routes that change state (POST /-/reload);
+  // empty: those routes are refused. Absolute.
+  std::string http_admin_token_file;
+
+  ReloadConfig reload;
 
   std::string log_level = "info";  // trace | debug | info | warn | error
 

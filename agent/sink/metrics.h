@@ -25,6 +25,7 @@
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -78,6 +79,11 @@ class Metrics {
   // smaller total changes nothing.
   void CountMatchErrors(const MatchErrors& totals);
 
+  // A config reload was applied (`ok`) or rejected at `at`. The agent's start counts as the first
+  // successful load for the timestamp, as in Prometheus, and not in the total.
+  void CountReload(bool ok, std::chrono::system_clock::time_point at);
+  void SetLoadedAt(std::chrono::system_clock::time_point at);
+
   // The Prometheus text exposition format (version 0.0.4) of every family.
   std::string Serialize() const;
 
@@ -108,6 +114,10 @@ class Metrics {
   prometheus::Counter* vectorscan_errors_;
   prometheus::Counter* re2_set_errors_;
   prometheus::Gauge* rules_loaded_;
+  prometheus::Counter* reloads_ok_;
+  prometheus::Counter* reloads_failed_;
+  prometheus::Gauge* last_reload_ok_;
+  prometheus::Gauge* last_reload_success_;
 
   std::map<std::string, RuleSeries> by_id_;
   // By rule index of the bound rules: the rule's id and its series (nodes of by_id_).

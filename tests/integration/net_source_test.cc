@@ -97,9 +97,11 @@ class NetSourceTest : public ::testing::Test {
   // A config whose sources are `sources` (YAML list items, indented by two).
   std::string WriteConfig(const std::string& sources) {
     const std::string path = dir_ + "/faultline.yaml";
-    std::ofstream(path) << "rules:\n  paths: [rules]\n  context_idle_flush_ms: 200\n"
-                        << "http:\n  listen: 127.0.0.1:" << port_ << "\nsources:\n"
-                        << sources;
+    // Replaced by rename, so that a reload never reads half of it.
+    std::ofstream(path + ".tmp") << "rules:\n  paths: [rules]\n  context_idle_flush_ms: 200\n"
+                                 << "http:\n  listen: 127.0.0.1:" << port_ << "\nsources:\n"
+                                 << sources;
+    fs::rename(path + ".tmp", path);
     return path;
   }
   std::unique_ptr<Daemon> Start(const std::string& sources) {
@@ -214,6 +216,62 @@ TEST_F(NetSourceTest, HundredConcurrentSendersAreCountedExactly) {
   EXPECT_EQ(0, failed);
   EXPECT_TRUE(Reach({{Lines("tcp"), kSenders * kLinesEach}, {Hits(), kSenders * kLinesEach / 10}}))
       << Show({Lines("tcp"), Hits()}) << agent->Stderr();
+  EXPECT_EQ(0, agent->Stop(SIGTERM));
+}
+
+// A reload (SIGHUP) compares each source's section: an unchanged network source keeps its
+// connections and their half-read lines; a changed one is restarted (its connections end, their
+// last lines counted); a new one starts; one whose address is taken is reported and the rest go on.
+TEST_F(NetSourceTest, AReloadKeepsConnectionsOfUnchangedSourcesAndRestartsChangedOnes) {
+  const uint16_t keep_port = testing::FreePort();
+  const std::string keep =
+      "  - {id: keep, type: tcp, listen: '127.0.0.1:" + std::to_string(keep_port) + "'}\n";
+  const std::string dgram = "  - {id: dgram, type: unixgram, path: dgram.sock}\n";
+  const uint16_t change_port = testing::FreePort();
+  const std::string change = "  - {id: change, type: tcp, listen: '127.0.0.1:" +
+                             std::to_string(change_port) + "', max_connections: 10}\n";
+  auto agent = Start(keep + dgram + change);
+  Client kept = Client::Tcp(keep_port);
+  Client changed = Client::Tcp(change_port);
+  Client peer = Client::Unix(dir_ + "/dgram.sock", SOCK_DGRAM);
+  ASSERT_TRUE(kept.Send("kept: RuntimeError: CUDA out "));
+  ASSERT_TRUE(changed.Send("changed: half a line"));
+  ASSERT_TRUE(peer.Send("dgram: before the reload"));
+  ASSERT_TRUE(Reach({{Lines("dgram"), 1}})) << agent->Stderr();
+
+  const uint16_t added_port = testing::FreePort();
+  const std::string reloads = "faultline_config_reloads_total{result=\"success\"}";
+  const double before = Sample(Metrics(), reloads);
+  WriteConfig(keep + dgram +
+              "  - {id: change, type: tcp, listen: '127.0.0.1:" + std::to_string(change_port) +
+              "', max_connections: 20}\n  - {id: added, type: tcp, listen: '127.0.0.1:" +
+              std::to_string(added_port) + "'}\n  - {id: clash, type: tcp, listen: '127.0.0.1:" +
+              std::to_string(keep_port) + "'}\n");
+  ASSERT_EQ(0, kill(agent->pid(), SIGHUP));
+  ASSERT_TRUE(Eventually([&] { return Sample(Metrics(), reloads) == before + 1; }))
+      << agent->Stderr();
+
+  // The kept connection is the same stream: its half line is completed, not cut at the reload.
+  ASSERT_TRUE(kept.Send("of memory\n"));
+  // The changed source's connection was closed by its restart, its half line counted then.
+  char byte = 0;
+  timeval wait{5, 0};
+  setsockopt(changed.fd(), SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait));
+  EXPECT_EQ(0, recv(changed.fd(), &byte, 1, 0)) << "the changed source kept its connection";
+  Client again = Client::Tcp(change_port);
+  ASSERT_TRUE(again.Send("changed: after the reload\n"));
+  Client added = Client::Tcp(added_port);
+  ASSERT_TRUE(added.Send("added: CUDA out of memory\n"));
+  ASSERT_TRUE(peer.Send("dgram: after the reload"));
+  EXPECT_TRUE(Reach({{Lines("keep"), 1},
+                     {Lines("change"), 2},
+                     {Lines("added"), 1},
+                     {Lines("dgram"), 2},
+                     {Hits(), 2}}))
+      << Show({Lines("keep"), Lines("change"), Lines("added"), Lines("dgram"), Hits()})
+      << agent->Stderr();
+  EXPECT_EQ(-1, recv(kept.fd(), &byte, 1, MSG_DONTWAIT)) << "the kept connection was closed";
+  EXPECT_THAT(agent->Stderr(), HasSubstr("source clash not started"));
   EXPECT_EQ(0, agent->Stop(SIGTERM));
 }
 
