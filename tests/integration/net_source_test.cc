@@ -228,8 +228,9 @@ TEST_F(NetSourceTest, AReloadKeepsConnectionsOfUnchangedSourcesAndRestartsChange
       "  - {id: keep, type: tcp, listen: '127.0.0.1:" + std::to_string(keep_port) + "'}\n";
   const std::string dgram = "  - {id: dgram, type: unixgram, path: dgram.sock}\n";
   const uint16_t change_port = testing::FreePort();
-  const std::string change = "  - {id: change, type: tcp, listen: '127.0.0.1:" +
-                             std::to_string(change_port) + "', max_connections: 10}\n";
+  const std::string change =
+      "  - {id: change, type: tcp, listen: '127.0.0.1:" + std::to_string(change_port) +
+      "', max_connections: 10}\n";
   auto agent = Start(keep + dgram + change);
   Client kept = Client::Tcp(keep_port);
   Client changed = Client::Tcp(change_port);
@@ -291,11 +292,11 @@ class NetTypeTest : public NetSourceTest, public ::testing::WithParamInterface<N
     NetSourceTest::SetUp();
     listen_port_ = testing::FreePort();
   }
-  // The source under test, id "net"; `extra` adds keys (", idle_timeout_ms: 300").
+  // The source under test, id "net"; `extra` adds keys (", idle_timeout_ms: 1000").
   std::unique_ptr<Daemon> StartSource(const std::string& extra = "") {
     const NetType& t = GetParam();
-    const std::string where = t.local ? "path: net.sock"
-                                      : "listen: '127.0.0.1:" + std::to_string(listen_port_) + "'";
+    const std::string where =
+        t.local ? "path: net.sock" : "listen: '127.0.0.1:" + std::to_string(listen_port_) + "'";
     return Start("  - {id: net, type: " + t.type + ", " + where + extra + "}\n");
   }
   std::string SocketPath() const { return dir_ + "/net.sock"; }
