@@ -258,7 +258,7 @@ SourceContext Agent::ContextFor(const Config& section) {
               return std::make_unique<MatchedStream>(
                   StreamOrigin{source_id, ++streams_started_, name, labels}, rules_, &findings_,
                   scratch_.get(), config_.max_line_bytes, metrics_, counters,
-                  config_.discover_enabled ? &discovery_ : nullptr, live_streams_);
+                  config_.discover_enabled ? &discovery_ : nullptr, live_streams_, alerting_.get());
             };
           },
       .descriptors = descriptors_,
