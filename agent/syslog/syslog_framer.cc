@@ -69,7 +69,7 @@ void SyslogFramer::Feed(std::string_view bytes, Sink& sink) {
           message_.clear();
           state_ = State::kOctets;
         } else {
-          state_ = State::kLine;  // the digits begin a plain message, and stay in it
+          CountBeginsALine();
         }
         break;
       }
@@ -110,7 +110,17 @@ void SyslogFramer::Feed(std::string_view bytes, Sink& sink) {
   }
 }
 
+void SyslogFramer::CountBeginsALine() {
+  state_ = State::kLine;
+  if (message_.size() > max_message_bytes_) {
+    message_.resize(max_message_bytes_);
+    ++truncated_;
+    cut_ = true;
+  }
+}
+
 void SyslogFramer::Finish(Sink& sink) {
+  if (state_ == State::kCount) CountBeginsALine();  // digits and then the end: a line
   if (state_ != State::kFrameStart && (!message_.empty() || cut_)) Emit(sink);
   message_.clear();
   cut_ = false;

@@ -51,6 +51,9 @@ class SyslogFramer {
   // Appends to the message being assembled, up to the limit.
   void Keep(std::string_view bytes);
   void Emit(Sink& sink);
+  // The digits read as a count are not followed by a space: they begin a LF-framed message, and
+  // are its first bytes, under the same limit.
+  void CountBeginsALine();
 
   const size_t max_message_bytes_;
   State state_ = State::kFrameStart;

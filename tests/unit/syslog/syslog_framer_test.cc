@@ -60,6 +60,17 @@ TEST(SyslogFramerTest, LongMessagesAreCutAndCounted) {
   EXPECT_EQ(2u, truncated);
 }
 
+// Digits that turn out not to be a count are the line's first bytes, cut at the limit like any
+// others (the fuzzer found them kept whole).
+TEST(SyslogFramerTest, DigitsThatAreNotACountAreCutAtTheLimitToo) {
+  uint64_t truncated = 0;
+  EXPECT_THAT(Frame("1234567:x\n12345\n123456789012\n", 4, &truncated),
+              ElementsAre("1234", "1234", "1234"));
+  EXPECT_EQ(3u, truncated);
+  EXPECT_THAT(Frame("987654", 3, &truncated), ElementsAre("987"));  // and at the end
+  EXPECT_EQ(1u, truncated);
+}
+
 TEST(SyslogFramerTest, AFrameCutShortByTheEndOfTheStreamIsStillAMessage) {
   EXPECT_THAT(Frame("<13>no newline"), ElementsAre("<13>no newline"));
   EXPECT_THAT(Frame("100 only part"), ElementsAre("only part"));
