@@ -59,6 +59,7 @@ class SyslogFramer {
   State state_ = State::kFrameStart;
   std::string message_;     // bytes of the message being assembled (or of the count, in kCount)
   bool cut_ = false;        // the message being assembled passed the limit
+  bool held_cr_ = false;    // kLine: the last read ended in a CR, not yet kept
   uint64_t remaining_ = 0;  // kOctets: bytes of the frame still to come
   int count_digits_ = 0;
   uint64_t truncated_ = 0;
