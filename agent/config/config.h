@@ -40,6 +40,12 @@ struct FileSourceConfig {
   int rotate_wait_ms = 60000;        // a rotated-away file is read until quiet this long
 };
 
+// The state store (agent/state/state_store.h): offsets and counts that survive a restart.
+struct StateConfig {
+  std::string dir;                    // absolute; default: state/ beside the config file
+  int checkpoint_interval_ms = 1000;  // at most this long between checkpoints
+};
+
 struct Config {
   std::string file;  // the config file this was loaded from
 
@@ -55,6 +61,8 @@ struct Config {
 
   // Descriptors all file sources may hold together; 0: auto (half the descriptor limit).
   std::size_t max_open_files = 0;
+
+  StateConfig state;
 
   std::vector<FileSourceConfig> file_sources;
 };

@@ -45,6 +45,10 @@ constexpr int64_t kMaxRescanIntervalMs = 24 * 3600 * 1000;
 constexpr int64_t kMinMaxOpenFiles = 4;
 constexpr int64_t kMaxMaxOpenFiles = int64_t{1} << 20;
 constexpr int64_t kMaxIntMs = INT32_MAX;
+// Checkpoints more often than every 10 ms would cost more than the lines they protect; more than
+// an hour apart, a crash would replay an hour of logs.
+constexpr int64_t kMinCheckpointIntervalMs = 10;
+constexpr int64_t kMaxCheckpointIntervalMs = 3600 * 1000;
 
 // One `key: value` of a YAML map, with the nodes kept for their line numbers.
 struct Field {
@@ -158,18 +162,20 @@ class ConfigParser {
 
   void Parse(const YAML::Node& root, Config* config) {
     config->rule_paths = {Resolve("rules")};
+    config->state.dir = Resolve("state");
     if (!root.IsMap() && !root.IsNull()) {
       AddError(LineOf(root), "", "the config must be a map of sections, got " + KindName(root));
       return;
     }
     const std::vector<Field> fields =
-        Fields(root, "", {"rules", "framing", "http", "log", "limits", "sources"});
+        Fields(root, "", {"rules", "framing", "http", "log", "limits", "state", "sources"});
     for (const Field& f : fields) {
       if (f.name == "rules") ParseRules(f, config);
       if (f.name == "framing") ParseFraming(f, config);
       if (f.name == "http") ParseHttp(f, config);
       if (f.name == "log") ParseLog(f, config);
       if (f.name == "limits") ParseLimits(f, config);
+      if (f.name == "state") ParseState(f, config);
       if (f.name == "sources") ParseSources(f, config);
     }
   }
@@ -360,6 +366,25 @@ class ConfigParser {
                      " to " + std::to_string(kMaxMaxOpenFiles) + ", got '" + text + "'");
       } else if (auto v = Integer(f, key, kMinMaxOpenFiles, kMaxMaxOpenFiles)) {
         config->max_open_files = static_cast<std::size_t>(*v);
+      }
+    }
+  }
+
+  void ParseState(const Field& section, Config* config) {
+    const std::string path = "state";
+    for (const Field& f : Fields(section.value, path, {"dir", "checkpoint_interval_ms"})) {
+      const std::string key = Join(path, f.name);
+      if (f.name == "dir") {
+        std::optional<std::string> dir = Scalar(f, key);
+        if (dir && dir->empty()) {
+          AddError(LineOf(f.key), key, "must not be empty");
+        } else if (dir) {
+          config->state.dir = Resolve(*dir);
+        }
+      } else if (f.name == "checkpoint_interval_ms") {
+        if (auto v = Integer(f, key, kMinCheckpointIntervalMs, kMaxCheckpointIntervalMs)) {
+          config->state.checkpoint_interval_ms = static_cast<int>(*v);
+        }
       }
     }
   }
