@@ -4,6 +4,14 @@
 // fan-out; owned events feed the latest hit per signature) and the HTTP listener that serves
 // /metrics, /healthz, /readyz and /api/v1/findings.
 //
+// State (state.dir, agent/state/state_store.h): Start opens the store before anything is read,
+// restores the counters and hands the saved file positions to the file sources; a checkpoint is
+// written at most every state.checkpoint_interval_ms (when something changed), and at Stop, where
+// file streams are saved as they stand (a partial line or a hit waiting for context is read again
+// after the restart, not settled now). A second agent on the same state.dir, or a state file from
+// a newer faultline, fails Start; a store that cannot be written never stops ingestion:
+// faultline_checkpoint_errors_total rises, /readyz says why, and the next checkpoint tries again.
+//
 // Everything runs on the one thread that calls Run(); Stop() may be called from a signal handler
 // installed on the same loop (Start installs one for SIGINT and SIGTERM; SIGHUP is logged and
 // ignored until reload exists, so that a stray `kill -HUP` or a closed terminal never stops the
@@ -12,10 +20,13 @@
 #ifndef FAULTLINE_APP_AGENT_H_
 #define FAULTLINE_APP_AGENT_H_
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "agent/app/file_streams.h"
+#include "agent/app/sources.h"
 #include "agent/config/config.h"
 #include "agent/core/asio.h"
 #include "agent/http/http_server.h"
@@ -23,11 +34,13 @@
 #include "agent/sink/finding_events.h"
 #include "agent/sink/metrics.h"
 #include "agent/sink/signature_labels.h"
-#include "agent/app/sources.h"
+#include "agent/state/counter_states.h"
+#include "agent/state/state_store.h"
+#include "agent/state/stream_states.h"
 
 namespace faultline {
 
-class Agent {
+class Agent : private FileStreamHost {
  public:
   Agent(Config config, std::shared_ptr<const RuleSet> rules);
   ~Agent();
@@ -40,6 +53,24 @@ class Agent {
  private:
   class MetricsSink;
   class MatchedStream;
+
+  // Opens the state store and restores the counters; false (with *error) when the agent must not
+  // start.
+  bool OpenState(std::string* error);
+  void ArmCheckpointTimer();
+  // Writes a checkpoint now; false when it could not be written.
+  bool Checkpoint();
+  void UpdateBytesLost();
+
+  // FileStreamHost
+  const std::vector<SavedStream>& Saved(const std::string& source_id) const override;
+  bool HasHistory(const std::string& source_id) const override;
+  int64_t CheckpointTimeNs() const override;
+  std::unique_ptr<ResumableConsumer> StartFileStream(const std::string& source_id,
+                                                     const std::string& path, uint64_t offset,
+                                                     const SavedStream* resumed) override;
+  void AddFileStreams(const FileStreamSet* set) override;
+  void RemoveFileStreams(const FileStreamSet* set) override;
 
   void AddRoutes();
   void WaitForSignal();
@@ -61,6 +92,16 @@ class Agent {
   MatchScratch scratch_;
   HttpServer http_;
   std::vector<std::unique_ptr<Source>> sources_;
+
+  // The state store and its participants (a participant must outlive the store).
+  std::unique_ptr<CounterStates> counter_states_;
+  std::unique_ptr<StreamStates> stream_states_;
+  std::unique_ptr<StateStore> store_;
+  std::vector<const FileStreamSet*> file_stream_sets_;
+  std::map<std::string, uint64_t> bytes_lost_reported_;  // by source
+  asio::steady_timer checkpoint_timer_;
+  std::string checkpoint_error_;  // why the last checkpoint failed; empty when it did not
+  bool stopping_ = false;         // file streams are saved as they are; they read no more
 };
 
 }  // namespace faultline

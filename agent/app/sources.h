@@ -23,6 +23,8 @@
 
 namespace faultline {
 
+class FileStreamHost;
+
 class Source {
  public:
   virtual ~Source() = default;
@@ -39,6 +41,8 @@ struct SourceContext {
   std::function<StreamConsumerFactory(const std::string& source_id)> consumers;
   // Shared by every source that holds descriptors.
   std::shared_ptr<DescriptorBudget> descriptors;
+  // Saved file streams and checkpoints (file_streams.h); null without a state store.
+  FileStreamHost* file_streams = nullptr;
 };
 
 std::vector<std::unique_ptr<Source>> BuildSources(const SourceContext& context);

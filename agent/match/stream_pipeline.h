@@ -51,6 +51,8 @@ class StreamPipeline {
   StreamState State() const;
 
   uint64_t lines() const { return matcher_.lines_seen() + batch_.size(); }
+  // Stream offset of the next byte to be fed.
+  uint64_t read_offset() const { return framer_.bytes_fed(); }
   uint64_t truncated_lines() const { return framer_.truncated_lines(); }
   bool has_pending() const { return matcher_.has_pending() || !batch_.empty(); }
 

@@ -3,6 +3,8 @@
 #include <prometheus/check_names.h>
 #include <prometheus/text_serializer.h>
 
+#include <algorithm>
+#include <optional>
 #include <string_view>
 #include <utility>
 
@@ -51,6 +53,41 @@ void Metrics::RegisterFamilies() {
                     .Help("Lines cut at framing.max_line_bytes.")
                     .Register(*registry_)
                     .Add({});
+  bytes_lost_ = &prometheus::BuildCounter()
+                     .Name("faultline_bytes_lost_total")
+                     .Help(
+                         "Bytes a file was seen to hold that were never read, by source and "
+                         "reason (truncated: logrotate copytruncate cut them before they were "
+                         "read and no copy held them). An estimate from the sizes seen.")
+                     .Register(*registry_);
+  checkpoints_ = &prometheus::BuildCounter()
+                      .Name("faultline_checkpoints_total")
+                      .Help("Checkpoints written to the state store.")
+                      .Register(*registry_)
+                      .Add({});
+  checkpoint_errors_ =
+      &prometheus::BuildCounter()
+           .Name("faultline_checkpoint_errors_total")
+           .Help(
+               "Checkpoints that could not be written (state.dir full, read-only or missing); "
+               "counting goes on and the next checkpoint tries again. /readyz says why.")
+           .Register(*registry_)
+           .Add({});
+  checkpoint_seconds_ =
+      &prometheus::BuildHistogram()
+           .Name("faultline_checkpoint_duration_seconds")
+           .Help("Time to write one checkpoint transaction to the state store.")
+           .Register(*registry_)
+           .Add({}, prometheus::Histogram::BucketBoundaries{0.0005, 0.001, 0.0025, 0.005, 0.01,
+                                                            0.025, 0.05, 0.1, 0.25, 1});
+  corrupt_state_files_ =
+      &prometheus::BuildCounter()
+           .Name("faultline_state_corrupt_files_total")
+           .Help(
+               "State files found corrupt or unreadable at start and moved aside "
+               "(faultline.db.corrupt-<time>); the agent started with no saved state.")
+           .Register(*registry_)
+           .Add({});
   prometheus::Family<prometheus::Counter>& match_errors =
       prometheus::BuildCounter()
           .Name("faultline_match_errors_total")
@@ -140,6 +177,95 @@ Metrics::SourceCounters Metrics::ForSource(const std::string& id) {
 }
 
 void Metrics::AddTruncatedLines(uint64_t n) { truncated_->Increment(static_cast<double>(n)); }
+
+void Metrics::AddBytesLost(const std::string& source, const std::string& reason, uint64_t n) {
+  bytes_lost_->Add({{"source", source}, {"reason", reason}}).Increment(static_cast<double>(n));
+}
+
+std::vector<CounterValue> Metrics::PersistedCounters() const {
+  std::vector<CounterValue> out;
+  const auto add = [&out](const prometheus::Family<prometheus::Counter>& family,
+                          const std::string& name) {
+    for (const prometheus::MetricFamily& collected : family.Collect()) {
+      for (const prometheus::ClientMetric& metric : collected.metric) {
+        if (metric.counter.value == 0) continue;
+        CounterValue value{name, {}, metric.counter.value};
+        for (const prometheus::ClientMetric::Label& label : metric.label) {
+          value.labels[label.name] = label.value;
+        }
+        out.push_back(std::move(value));
+      }
+    }
+  };
+  add(*matches_, "faultline_signature_matches_total");
+  add(*lines_, "faultline_lines_total");
+  add(*bytes_, "faultline_bytes_total");
+  add(*bytes_lost_, "faultline_bytes_lost_total");
+  if (truncated_->Value() > 0) {
+    out.push_back(CounterValue{"faultline_lines_truncated_total", {}, truncated_->Value()});
+  }
+  return out;
+}
+
+void Metrics::RestoreCounters(const std::vector<CounterValue>& values,
+                              const std::function<bool(const std::string&)>& known_source) {
+  for (const CounterValue& saved : values) {
+    if (saved.value <= 0) continue;
+    const auto label = [&saved](const char* name) -> const std::string* {
+      auto it = saved.labels.find(name);
+      return it == saved.labels.end() ? nullptr : &it->second;
+    };
+    if (saved.family == "faultline_signature_matches_total") {
+      const std::string* id = label(kSignatureLabel);
+      const std::string* severity_name = label(kSeverityLabel);
+      if (id == nullptr || severity_name == nullptr) continue;
+      auto series = by_id_.find(*id);
+      std::optional<Severity> severity = ParseSeverity(*severity_name);
+      if (series == by_id_.end() || !severity || SeverityIndex(*severity) >= kSeverityCount) {
+        continue;
+      }
+      std::vector<std::string> names;
+      for (const auto& [name, value] : saved.labels) {
+        if (name != kSignatureLabel && name != kSeverityLabel) names.push_back(name);
+      }
+      std::vector<std::string> expected = series->second.label_names;
+      std::sort(expected.begin(), expected.end());
+      if (names != expected) continue;  // the rule's labels changed: another series now
+      if (names.empty()) {
+        PlainCounter(*id, series->second, *severity).Increment(saved.value);
+        continue;
+      }
+      prometheus::Counter& child =
+          matches_->Add(prometheus::Labels(saved.labels.begin(), saved.labels.end()));
+      if (child.Value() == 0) series->second.children.push_back(&child);
+      child.Increment(saved.value);
+      for (const std::string& name : names) labels_.Remember(*id, name, saved.labels.at(name));
+    } else if (saved.family == "faultline_lines_total" || saved.family == "faultline_bytes_total") {
+      const std::string* source = label("source");
+      if (source == nullptr || saved.labels.size() != 1 || !known_source(*source)) continue;
+      auto& family = saved.family == "faultline_lines_total" ? *lines_ : *bytes_;
+      family.Add({{"source", *source}}).Increment(saved.value);
+    } else if (saved.family == "faultline_bytes_lost_total") {
+      const std::string* source = label("source");
+      const std::string* reason = label("reason");
+      if (source == nullptr || reason == nullptr || !known_source(*source)) continue;
+      bytes_lost_->Add({{"source", *source}, {"reason", *reason}}).Increment(saved.value);
+    } else if (saved.family == "faultline_lines_truncated_total" && saved.labels.empty()) {
+      truncated_->Increment(saved.value);
+    }
+  }
+}
+
+void Metrics::CountCheckpoint(bool ok, double seconds) {
+  if (ok) {
+    checkpoints_->Increment();
+    checkpoint_seconds_->Observe(seconds);
+  } else {
+    checkpoint_errors_->Increment();
+  }
+}
+
+void Metrics::CountCorruptStateFile() { corrupt_state_files_->Increment(); }
 
 void Metrics::CountMatchErrors(const MatchErrors& totals) {
   for (const auto& [counter, total] : {std::pair{vectorscan_errors_, totals.vectorscan},

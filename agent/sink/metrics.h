@@ -22,16 +22,19 @@
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "agent/core/counter_value.h"
 #include "agent/match/finding.h"
 #include "agent/match/match_errors.h"
 #include "agent/rules/rule.h"
@@ -71,6 +74,24 @@ class Metrics {
   // Lines cut at max_line_bytes by framing.
   void AddTruncatedLines(uint64_t n);
 
+  // Bytes a source's file held that were never read (copytruncate truncated them first):
+  // faultline_bytes_lost_total{source, reason}.
+  void AddBytesLost(const std::string& source, const std::string& reason, uint64_t n);
+
+  // The counters a checkpoint saves so that they continue after a restart: signature matches,
+  // lines, bytes, truncated lines and lost bytes. Series at 0 are left out.
+  std::vector<CounterValue> PersistedCounters() const;
+  // Adds saved values to the counters, before anything is counted (state/counter_states.h).
+  // Values of rules no longer loaded, of rules whose labels changed, and of sources for which
+  // `known_source` is false are dropped: they would be series nobody counts any more.
+  void RestoreCounters(const std::vector<CounterValue>& values,
+                       const std::function<bool(const std::string&)>& known_source);
+
+  // The state store's health: a checkpoint written (with how long it took) or failed, and a
+  // corrupt state file moved aside at start.
+  void CountCheckpoint(bool ok, double seconds);
+  void CountCorruptStateFile();
+
   // Brings faultline_match_errors_total{engine} up to `totals`: running totals of engine errors,
   // summed over every MatchScratch in use (MatchScratch::errors()). Counters only rise, so a
   // smaller total changes nothing.
@@ -103,6 +124,11 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* lines_;
   prometheus::Family<prometheus::Counter>* bytes_;
   prometheus::Counter* truncated_;
+  prometheus::Family<prometheus::Counter>* bytes_lost_;
+  prometheus::Counter* checkpoints_;
+  prometheus::Counter* checkpoint_errors_;
+  prometheus::Histogram* checkpoint_seconds_;
+  prometheus::Counter* corrupt_state_files_;
   prometheus::Counter* vectorscan_errors_;
   prometheus::Counter* re2_set_errors_;
   prometheus::Gauge* rules_loaded_;

@@ -1,0 +1,56 @@
+// FileStreamHost: what file sources need of the agent to resume their files from the state store
+// and to have their streams saved at every checkpoint (state/stream_states.h).
+//
+// A file source asks it for the streams saved for the source, makes every stream's consumer
+// through it (a ResumableConsumer: it can say where its stream stands), and registers itself
+// while running so that a checkpoint can walk its streams. Event loop only.
+#ifndef FAULTLINE_APP_FILE_STREAMS_H_
+#define FAULTLINE_APP_FILE_STREAMS_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agent/match/stream_state.h"
+#include "agent/source/stream_consumer.h"
+#include "agent/state/stream_states.h"
+
+namespace faultline {
+
+class ResumableConsumer : public StreamConsumer {
+ public:
+  // Where the stream stands now: committed position, lines, pending hits (stream_state.h).
+  virtual StreamState State() const = 0;
+};
+
+// A running source of file streams, walked at each checkpoint.
+class FileStreamSet {
+ public:
+  virtual ~FileStreamSet() = default;
+  virtual void CollectStreams(std::vector<SavedStream>& out) const = 0;
+  virtual const std::string& source_id() const = 0;
+  // Running total of bytes its files held that were never read (FileTailer::bytes_lost).
+  virtual uint64_t bytes_lost() const = 0;
+};
+
+class FileStreamHost {
+ public:
+  virtual ~FileStreamHost() = default;
+  virtual const std::vector<SavedStream>& Saved(const std::string& source_id) const = 0;
+  virtual bool HasHistory(const std::string& source_id) const = 0;
+  virtual int64_t CheckpointTimeNs() const = 0;
+  // The consumer of a stream of `path` in `source_id` whose first byte is at `offset`;
+  // `resumed`, when not null, is the saved stream it continues.
+  virtual std::unique_ptr<ResumableConsumer> StartFileStream(const std::string& source_id,
+                                                             const std::string& path,
+                                                             uint64_t offset,
+                                                             const SavedStream* resumed) = 0;
+  virtual void AddFileStreams(const FileStreamSet* set) = 0;
+  virtual void RemoveFileStreams(const FileStreamSet* set) = 0;
+};
+
+}  // namespace faultline
+
+#endif  // FAULTLINE_APP_FILE_STREAMS_H_
