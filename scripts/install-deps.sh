@@ -10,6 +10,7 @@ packages=(
   libvectorscan-dev
   clang-14 libclang-rt-14-dev
   python3 ripgrep mtail time logrotate
+  prometheus prometheus-alertmanager yamllint dpkg-dev strace
 )
 
 missing=()

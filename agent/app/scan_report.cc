@@ -68,7 +68,8 @@ void ScanReport::OnFinding(const Finding& finding) {
     e.first_file = files_.empty() ? "-" : files_.back();
     e.first_file_index = file_index;
     e.first_line = finding.line_number;
-    e.first_text.assign(finding.text);
+    e.first_text_truncated = finding.text_truncated || finding.text.size() > kFirstTextBytes;
+    e.first_text.assign(finding.text.substr(0, kFirstTextBytes));
     e.first_labels.assign(finding.label_values.begin(), finding.label_values.end());
     e.first_rank = origin.rank;
     e.first_host.assign(origin.host);
@@ -214,7 +215,8 @@ void PrintHead(std::ostream& out, const ScanReport::Entry& e, const std::string&
   if (!e.ranks.empty()) out << pad << "  ranks:      " << JoinRanks(e) << "\n";
   if (!e.hosts.empty()) out << pad << "  hosts:      " << JoinHosts(e) << "\n";
   out << pad << "  first:      " << SanitizeForDisplay(e.first_file) << ":" << e.first_line
-      << ": " << SanitizeForDisplay(e.first_text) << "\n";
+      << ": " << SanitizeForDisplay(e.first_text) << (e.first_text_truncated ? " ..." : "")
+      << "\n";
 }
 
 void AddOriginJson(const ScanReport::Entry& e, nlohmann::json& f) {
@@ -292,6 +294,7 @@ void ScanReport::PrintJson(std::ostream& out) const {
     f["first"] = {{"file", SanitizeUtf8(e->first_file)},
                   {"line", e->first_line},
                   {"text", SanitizeUtf8(e->first_text)}};
+    if (e->first_text_truncated) f["first"]["text_truncated"] = true;
     if (!e->rule->labels.empty()) {
       nlohmann::json labels = nlohmann::json::object();
       for (size_t i = 0; i < e->rule->labels.size() && i < e->first_labels.size(); ++i) {

@@ -35,6 +35,10 @@ class ScanReport : public FindingSink {
   // Ranks whose host the log named, kept to name the host of the first failure.
   static constexpr size_t kMaxRankHosts = 4096;
 
+  // A report holds one line per signature; a 100 MB line is shown by its start, as the agent's
+  // pending hits keep it.
+  static constexpr size_t kFirstTextBytes = 4096;
+
   struct Entry {
     const Rule* rule = nullptr;
     Severity severity = Severity::kInfo;  // the highest effective severity of its hits
@@ -42,7 +46,8 @@ class ScanReport : public FindingSink {
     std::string first_file;               // first hit at `severity`
     size_t first_file_index = 0;
     uint64_t first_line = 0;
-    std::string first_text;
+    std::string first_text;  // at most kFirstTextBytes of the line
+    bool first_text_truncated = false;
     std::vector<std::string> first_labels;
     int first_rank = LineOrigin::kNoRank;  // where the first hit came from, when it says
     std::string first_host;

@@ -2,17 +2,13 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <cerrno>
 #include <charconv>
 #include <cstdint>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <initializer_list>
 #include <map>
 #include <optional>
-#include <sstream>
 #include <string_view>
 #include <system_error>
 #include <utility>
@@ -524,16 +520,13 @@ Result<Config> LoadConfig(const std::string& path) {
 
   std::error_code ec;
   if (fs::is_directory(path, ec)) return file_error("cannot read config file: is a directory");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return file_error(std::string("cannot open config file: ") + std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return file_error(std::string("cannot read config file: ") + std::strerror(errno));
+  Result<std::string> text = ReadYamlFile(path, "config file");
+  if (!text.ok()) return text.errors();
 
   fs::path base_dir = fs::absolute(fs::path(path), ec).parent_path();
   if (ec) return file_error("cannot resolve the config file's folder: " + ec.message());
 
-  Result<YAML::Node> document = ParseYamlDocument(text.str(), path);
+  Result<YAML::Node> document = ParseYamlDocument(text.value(), path);
   if (!document.ok()) return document.errors();
   const YAML::Node& root = document.value();
 

@@ -2,10 +2,14 @@
 
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/mark.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <yaml.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <system_error>
 #include <map>
 #include <optional>
@@ -345,6 +349,31 @@ Result<std::vector<YAML::Node>> ParseYamlDocuments(std::string_view text,
   } catch (const YAML::Exception& e) {
     return At(file, LineOf(e.mark), "invalid YAML: " + e.msg);
   }
+}
+
+Result<std::string> ReadYamlFile(const std::string& path, const std::string& what) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return At(path, 0, "cannot open " + what + ": " + std::strerror(errno));
+  std::string text;
+  char buffer[64 * 1024];
+  while (text.size() <= kMaxYamlBytes) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int read_errno = errno;
+      ::close(fd);
+      return At(path, 0, "cannot read " + what + ": " + std::strerror(read_errno));
+    }
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  if (text.size() > kMaxYamlBytes) {
+    return At(path, 0,
+              "file is over " + std::to_string(kMaxYamlBytes) + " bytes; a " + what +
+                  " is limited to that many");
+  }
+  return text;
 }
 
 std::optional<int64_t> DecimalInteger(std::string_view text) {

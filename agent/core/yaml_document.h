@@ -20,7 +20,10 @@
 //      against that shape and throws at the first difference, so a parse that goes astray stops
 //      there. libyaml alone is not enough: fuzzing found text both accept that yaml-cpp reads
 //      differently, e.g. `&a?x, y` (libyaml: anchor `a` on "?x, y"; yaml-cpp: anchor `a?x`, then
-//      the endless comma) and text yaml-cpp splits into more documents than there are.
+//      the endless comma), text yaml-cpp splits into more documents than there are, and text where
+//      the two resolve an alias to different anchors (`&a [&a\rx, *a]`: libyaml reads the lone
+//      CR as a line break, yaml-cpp builds a list that contains itself), so the shape also
+//      numbers the anchors each node defines and each alias names.
 //   3. yaml-cpp's LoadAll builds the nodes the loaders read, with the line numbers their errors
 //      need. It runs the same deterministic parse that step 2 saw end.
 // Errors carry `file` and the 1-based line; the message says the column and what is wrong, e.g.
@@ -54,6 +57,11 @@ inline constexpr int kMaxYamlDepth = 64;
 // are not numbers here, so `010` is 10 and `0x10` is an error rather than 16. nullopt when `text`
 // is not such a number or does not fit in 64 bits.
 std::optional<int64_t> DecimalInteger(std::string_view text);
+
+// The text of a YAML file (`what` names it in errors: "config file", "rule file"), read with a
+// bound: a file over kMaxYamlBytes is an error after reading one byte more than the limit, never
+// read whole, so a config path pointing at /dev/zero or a huge log fails at once.
+Result<std::string> ReadYamlFile(const std::string& path, const std::string& what);
 
 // Every document of a stream, in order (a rule file holds one rule per document); an empty
 // document is a null node.

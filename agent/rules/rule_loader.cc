@@ -6,11 +6,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <set>
-#include <sstream>
 
 #include "agent/core/yaml_document.h"
 #include "agent/rules/pattern_syntax.h"
@@ -411,22 +409,12 @@ Result<std::vector<Rule>> LoadRules(const std::vector<std::string>& paths) {
   std::vector<Rule> rules;
   std::map<std::string, const Rule*> seen;
   for (const std::string& file : files) {
-    std::error_code size_error;
-    if (const auto size = fs::file_size(file, size_error); !size_error && size > kMaxYamlBytes) {
-      errors.push_back(Error{file, 0, "", "",
-                             "file is " + std::to_string(size) +
-                                 " bytes; rule files are limited to " +
-                                 std::to_string(kMaxYamlBytes)});
+    Result<std::string> text = ReadYamlFile(file, "rule file");
+    if (!text.ok()) {
+      errors.insert(errors.end(), text.errors().begin(), text.errors().end());
       continue;
     }
-    std::ifstream in(file, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    if (!in && !in.eof()) {
-      errors.push_back(Error{file, 0, "", "", "cannot read file"});
-      continue;
-    }
-    Result<std::vector<Rule>> parsed = ParseRules(text.str(), file);
+    Result<std::vector<Rule>> parsed = ParseRules(text.value(), file);
     if (!parsed.ok()) {
       errors.insert(errors.end(), parsed.errors().begin(), parsed.errors().end());
       continue;

@@ -97,6 +97,24 @@ TEST_F(ScanTest, JsonReportsCountsFirstHitRootCauseAndFix) {
   EXPECT_EQ("warning", doc["findings"][1]["severity"]);
 }
 
+// The report keeps one line per signature: a 1 MiB hit line is shown by its first 4 KiB, marked
+// as cut, in both formats.
+TEST_F(ScanTest, AHugeHitLineIsShownByItsStart) {
+  const std::string hit = "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB " +
+                          std::string(1 << 20, 'x');
+  const std::string log = Write("huge.log", "step 1\n" + hit + "\n");
+  const auto json = RunFaultline(Scan({"--format", "json", log}));
+  EXPECT_EQ(1, json.exit_code) << json.err;
+  const auto doc = nlohmann::json::parse(json.out);
+  ASSERT_EQ(1u, doc["findings"].size());
+  const auto& first = doc["findings"][0]["first"];
+  EXPECT_EQ(hit.substr(0, 4096), first["text"]);
+  EXPECT_EQ(true, first["text_truncated"]);
+  const auto text = RunFaultline(Scan({log}));
+  EXPECT_THAT(text.out, HasSubstr(hit.substr(0, 4096) + " ...\n"));
+  EXPECT_LT(text.out.size(), 16u * 1024);
+}
+
 TEST_F(ScanTest, FindingsOfOneSeverityAreOrderedByWhereTheyFirstAppear) {
   // t.pending waits for its confirmation on line 4, so it settles after t.cuda_oom (line 2);
   // the report still lists it first, as it came first in the log.

@@ -227,7 +227,29 @@ TEST_F(YamlFileTest, OversizedRuleFileIsRejectedBeforeItIsRead) {
   const std::string path = Write("huge.yaml", "# " + std::string(kMaxYamlBytes, 'x') + "\n");
   Result<std::vector<Rule>> rules = LoadRules({path});
   ASSERT_FALSE(rules.ok());
-  EXPECT_THAT(rules.errors()[0].message, HasSubstr("rule files are limited to 4194304"));
+  EXPECT_THAT(rules.errors()[0].message,
+              HasSubstr("over 4194304 bytes; a rule file is limited to that many"));
+}
+
+// /dev/zero never ends: the read stops one byte past the limit instead of growing forever.
+TEST(ReadYamlFile, AnEndlessFileIsCutAtTheLimit) {
+  Result<std::string> text = ReadYamlFile("/dev/zero", "config file");
+  ASSERT_FALSE(text.ok());
+  EXPECT_EQ("/dev/zero", text.errors()[0].file);
+  EXPECT_THAT(text.errors()[0].message, HasSubstr("a config file is limited to that many"));
+}
+
+TEST(ReadYamlFile, AMissingFileSaysWhy) {
+  Result<std::string> text = ReadYamlFile("/nonexistent/faultline.yaml", "config file");
+  ASSERT_FALSE(text.ok());
+  EXPECT_THAT(text.errors()[0].message,
+              HasSubstr("cannot open config file: No such file or directory"));
+}
+
+TEST(LoadConfig, AConfigPathAtAnEndlessFileIsAnError) {
+  Result<Config> config = LoadConfig("/dev/zero");
+  ASSERT_FALSE(config.ok());
+  EXPECT_THAT(config.errors()[0].message, HasSubstr("a config file is limited to that many"));
 }
 
 TEST_F(YamlFileTest, ConfigFileHoldingACommaIsAnErrorNotAnEmptyConfig) {
