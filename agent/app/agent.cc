@@ -43,7 +43,8 @@ class Agent::MatchedStream : public ResumableConsumer, private FindingSink {
   MatchedStream(StreamOrigin origin, const std::shared_ptr<const RuleSet>& rules,
                 FindingSink* findings, MatchScratch* scratch, size_t max_line_bytes,
                 Metrics& metrics, Metrics::SourceCounters counters, uint64_t offset = 0,
-                const StreamState* resumed = nullptr, const bool* frozen = nullptr)
+                const StreamState* resumed = nullptr, const bool* frozen = nullptr,
+                Metrics::FileSeries* file = nullptr)
       : origin_(std::move(origin)),
         findings_(findings),
         resume_(ResumeAt(offset, resumed)),
@@ -51,12 +52,14 @@ class Agent::MatchedStream : public ResumableConsumer, private FindingSink {
         metrics_(metrics),
         counters_(counters),
         frozen_(frozen),
+        file_(file),
         counted_lines_(resumed != nullptr ? resumed->read_line : 0),
         counted_offset_(resumed != nullptr ? std::max(resumed->read_offset, offset) : offset),
         replay_line_(resumed != nullptr ? resumed->read_line : 0),
         replay_offset_(counted_offset_) {
     if (resumed != nullptr) pending_ = resumed->pending_hits;
   }
+  ~MatchedStream() override { metrics_.ReleaseFile(file_); }
 
   void OnBytes(std::string_view bytes) override {
     if (Frozen()) return;
@@ -67,6 +70,11 @@ class Agent::MatchedStream : public ResumableConsumer, private FindingSink {
   void OnQuiet() override {
     if (Frozen()) return;
     if (pipeline_.has_pending()) pipeline_.SettlePending();
+  }
+  void OnPartialTimeout() override {
+    if (Frozen() || !pipeline_.has_partial()) return;
+    pipeline_.FlushPartial();
+    Account();
   }
   void OnEnd() override {
     if (Frozen()) return;
@@ -110,6 +118,7 @@ class Agent::MatchedStream : public ResumableConsumer, private FindingSink {
     const uint64_t lines = pipeline_.lines();
     if (lines > counted_lines_) {
       counters_.lines->Increment(static_cast<double>(lines - counted_lines_));
+      metrics_.CountFileLines(file_, lines - counted_lines_);
       counted_lines_ = lines;
     }
     const uint64_t offset = pipeline_.read_offset();
@@ -133,6 +142,7 @@ class Agent::MatchedStream : public ResumableConsumer, private FindingSink {
   Metrics& metrics_;
   const Metrics::SourceCounters counters_;
   const bool* const frozen_;
+  Metrics::FileSeries* const file_;  // per-file series of a file stream, else null
   uint64_t counted_lines_;
   uint64_t counted_offset_;
   uint64_t counted_truncated_ = 0;
@@ -280,7 +290,8 @@ std::unique_ptr<ResumableConsumer> Agent::StartFileStream(const std::string& sou
   return std::make_unique<MatchedStream>(
       StreamOrigin{source_id, ++streams_started_, path}, rules_, &findings_, &scratch_,
       config_.max_line_bytes, metrics_, metrics_.ForSource(source_id), offset,
-      resumed != nullptr ? &resumed->state : nullptr, &stopping_);
+      resumed != nullptr ? &resumed->state : nullptr, &stopping_,
+      metrics_.AcquireFile(source_id, path));
 }
 
 void Agent::AddFileStreams(const FileStreamSet* set) { file_stream_sets_.push_back(set); }
@@ -330,6 +341,9 @@ void Agent::AddRoutes() {
       {.path = "/metrics", .handler = [this](const HttpRequest&) {
          metrics_.CountMatchErrors(scratch_.errors());
          UpdateBytesLost();
+         std::vector<Metrics::FileSample> files;
+         for (const FileStreamSet* set : file_stream_sets_) set->CollectFiles(files);
+         metrics_.UpdateFiles(files);
          return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics_.Serialize()};
        }});
   // The loop answers: that is all liveness means, so a slow disk never restarts the agent.

@@ -56,6 +56,12 @@ class FileSource : public Source, public FileResume, public FileStreamSet {
   // FileStreamSet
   const std::string& source_id() const override { return id_; }
   uint64_t bytes_lost() const override { return tailer_.bytes_lost(); }
+  void CollectFiles(std::vector<Metrics::FileSample>& out) const override {
+    tailer_.ForEachFile([&](const FileTailer::FileView& file) {
+      out.push_back(Metrics::FileSample{id_, file.path, file.size, file.offset, file.rotations,
+                                        file.truncations});
+    });
+  }
   void CollectStreams(std::vector<SavedStream>& out) const override {
     tailer_.ForEachStream([&](const FileMark& mark, StreamConsumer& consumer) {
       SavedStream stream;
@@ -94,6 +100,7 @@ void BuildFileSources(const SourceContext& context, std::vector<std::unique_ptr<
     options.rescan_interval = std::chrono::milliseconds(source.rescan_interval_ms);
     options.quiet_after = std::chrono::milliseconds(context.config.context_idle_flush_ms);
     options.rotate_wait = std::chrono::milliseconds(source.rotate_wait_ms);
+    options.partial_flush_after = std::chrono::milliseconds(source.partial_flush_ms);
     options.descriptors = context.descriptors;
     out.push_back(std::make_unique<FileSource>(context.io, source.id, std::move(options),
                                                context.consumers(source.id), context.file_streams));

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "agent/match/stream_state.h"
+#include "agent/sink/metrics.h"
 #include "agent/source/stream_consumer.h"
 #include "agent/state/stream_states.h"
 
@@ -33,6 +34,8 @@ class FileStreamSet {
   virtual const std::string& source_id() const = 0;
   // Running total of bytes its files held that were never read (FileTailer::bytes_lost).
   virtual uint64_t bytes_lost() const = 0;
+  // Size, read offset, rotations and truncations of every followed file, for /metrics.
+  virtual void CollectFiles(std::vector<Metrics::FileSample>& out) const = 0;
 };
 
 class FileStreamHost {

@@ -38,6 +38,7 @@ struct FileSourceConfig {
   int poll_interval_ms = 1000;       // fallback wake-up when inotify says nothing
   int rescan_interval_ms = 30000;    // full walk of the globs, a net for missed inotify events
   int rotate_wait_ms = 60000;        // a rotated-away file is read until quiet this long
+  int partial_flush_ms = 0;          // a partial last line quiet this long is matched; 0: never
 };
 
 // The state store (agent/state/state_store.h): offsets and counts that survive a restart.

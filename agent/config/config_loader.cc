@@ -433,7 +433,7 @@ class ConfigParser {
     for (const Field& f :
          Fields(node, path,
                 {"id", "type", "paths", "exclude", "start_at", "poll_interval_ms",
-                 "rescan_interval_ms", "rotate_wait_ms"})) {
+                 "rescan_interval_ms", "rotate_wait_ms", "partial_flush_ms"})) {
       const std::string key = Join(path, f.name);
       if (f.name == "id") {
         has_id = true;
@@ -484,6 +484,12 @@ class ConfigParser {
       } else if (f.name == "poll_interval_ms") {
         if (auto v = Integer(f, key, kMinPollIntervalMs, kMaxPollIntervalMs)) {
           source.poll_interval_ms = static_cast<int>(*v);
+        } else {
+          ok = false;
+        }
+      } else if (f.name == "partial_flush_ms") {
+        if (auto v = Integer(f, key, 0, kMaxIntMs)) {
+          source.partial_flush_ms = static_cast<int>(*v);
         } else {
           ok = false;
         }

@@ -46,6 +46,10 @@ class StreamPipeline {
   void Finish();
   // The stream is quiet: match what is framed and settle pending context.
   void SettlePending();
+  // A partial last line waited long enough: it becomes a line and is matched (its rest, when
+  // it comes, is not matched again; LineFramer::FlushPartial).
+  void FlushPartial();
+  bool has_partial() const { return framer_.has_partial(); }
 
   // The stream's positions now (stream_state.h); source id and name from the origin.
   StreamState State() const;

@@ -60,6 +60,32 @@ void Metrics::RegisterFamilies() {
                          "reason (truncated: logrotate copytruncate cut them before they were "
                          "read and no copy held them). An estimate from the sizes seen.")
                      .Register(*registry_);
+  file_size_ = &prometheus::BuildGauge()
+                    .Name("faultline_file_size_bytes")
+                    .Help("Size of a followed file, as last seen (per-file series are capped; "
+                          "path=\"__overflow__\" sums the rest).")
+                    .Register(*registry_);
+  file_offset_ = &prometheus::BuildGauge()
+                      .Name("faultline_file_read_offset_bytes")
+                      .Help("Where reading a followed file has got to.")
+                      .Register(*registry_);
+  file_lag_ = &prometheus::BuildGauge()
+                   .Name("faultline_file_lag_bytes")
+                   .Help("Bytes of a followed file not read yet.")
+                   .Register(*registry_);
+  file_lines_ = &prometheus::BuildCounter()
+                     .Name("faultline_file_lines_total")
+                     .Help("Lines read from a file, by source and path, since the agent started.")
+                     .Register(*registry_);
+  file_rotations_ = &prometheus::BuildCounter()
+                         .Name("faultline_file_rotations_total")
+                         .Help("Times a followed path was rotated (renamed away or replaced).")
+                         .Register(*registry_);
+  file_truncations_ =
+      &prometheus::BuildCounter()
+           .Name("faultline_file_truncations_total")
+           .Help("Times a followed file was truncated or rewritten in place (copytruncate).")
+           .Register(*registry_);
   checkpoints_ = &prometheus::BuildCounter()
                       .Name("faultline_checkpoints_total")
                       .Help("Checkpoints written to the state store.")
@@ -253,6 +279,85 @@ void Metrics::RestoreCounters(const std::vector<CounterValue>& values,
     } else if (saved.family == "faultline_lines_truncated_total" && saved.labels.empty()) {
       truncated_->Increment(saved.value);
     }
+  }
+}
+
+Metrics::FileSeries* Metrics::AcquireFile(const std::string& source, const std::string& path) {
+  const auto make = [this](const std::string& source, const std::string& path) {
+    auto series = std::make_unique<FileSeries>();
+    series->labels = {{"source", source}, {"path", SanitizeUtf8(path)}};
+    series->lines = &file_lines_->Add(series->labels);
+    series->size = &file_size_->Add(series->labels);
+    series->offset = &file_offset_->Add(series->labels);
+    series->lag = &file_lag_->Add(series->labels);
+    series->rotations = &file_rotations_->Add(series->labels);
+    series->truncations = &file_truncations_->Add(series->labels);
+    return series;
+  };
+  auto it = files_.find({source, path});
+  if (it == files_.end() && file_series_ < kMaxFileSeries) {
+    it = files_.emplace(std::pair{source, path}, make(source, path)).first;
+    ++file_series_;
+  }
+  if (it == files_.end()) {
+    std::unique_ptr<FileSeries>& overflow = overflow_files_[source];
+    if (overflow == nullptr) {
+      overflow = make(source, kOverflowPath);
+      overflow->overflow = true;
+    }
+    return overflow.get();
+  }
+  ++it->second->streams;
+  return it->second.get();
+}
+
+void Metrics::ReleaseFile(FileSeries* series) {
+  if (series == nullptr || series->overflow || --series->streams > 0) return;
+  file_lines_->Remove(series->lines);
+  file_size_->Remove(series->size);
+  file_offset_->Remove(series->offset);
+  file_lag_->Remove(series->lag);
+  file_rotations_->Remove(series->rotations);
+  file_truncations_->Remove(series->truncations);
+  for (auto it = files_.begin(); it != files_.end(); ++it) {
+    if (it->second.get() == series) {
+      files_.erase(it);
+      --file_series_;
+      return;
+    }
+  }
+}
+
+void Metrics::CountFileLines(FileSeries* series, uint64_t n) {
+  if (series != nullptr) series->lines->Increment(static_cast<double>(n));
+}
+
+void Metrics::UpdateFiles(const std::vector<FileSample>& samples) {
+  const auto raise = [](prometheus::Counter* counter, uint64_t total) {
+    const double value = static_cast<double>(total);
+    if (value > counter->Value()) counter->Increment(value - counter->Value());
+  };
+  std::map<std::string, std::pair<uint64_t, uint64_t>> overflow;  // source -> size, lag
+  for (const FileSample& sample : samples) {
+    const uint64_t lag = sample.size > sample.offset ? sample.size - sample.offset : 0;
+    auto it = files_.find({sample.source, sample.path});
+    if (it == files_.end()) {
+      auto& sums = overflow[sample.source];
+      sums.first += sample.size;
+      sums.second += lag;
+      continue;
+    }
+    FileSeries& series = *it->second;
+    series.size->Set(static_cast<double>(sample.size));
+    series.offset->Set(static_cast<double>(sample.offset));
+    series.lag->Set(static_cast<double>(lag));
+    raise(series.rotations, sample.rotations);
+    raise(series.truncations, sample.truncations);
+  }
+  for (auto& [source, series] : overflow_files_) {
+    const auto sums = overflow[source];
+    series->size->Set(static_cast<double>(sums.first));
+    series->lag->Set(static_cast<double>(sums.second));
   }
 }
 

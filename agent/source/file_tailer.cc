@@ -195,6 +195,7 @@ void FileTailer::Stop() {
   draining_.clear();
   by_identity_.clear();
   active_.clear();
+  unflushed_.clear();
   budget_->Unregister(this);
 }
 
@@ -933,6 +934,7 @@ bool FileTailer::ContinueInCopy(TailedFile& file) {
     }
     ++held_;
     ++truncations_;
+    CountPathEvent(file.path, /*rotation=*/false);
     spdlog::info("{} was copied to {} and truncated; reading the rest of its lines there",
                  file.path, name);
     auto copy = std::make_unique<TailedFile>();
@@ -972,6 +974,26 @@ void FileTailer::ForEachStream(
   };
   for (const auto& [path, file] : files_) one(*file);
   for (const auto& file : draining_) one(*file);
+}
+
+void FileTailer::ForEachFile(const std::function<void(const FileView&)>& visit) const {
+  for (const auto& [path, file] : files_) {
+    if (file->settling) continue;
+    const uint64_t seen = file->last_size > 0 ? static_cast<uint64_t>(file->last_size) : 0;
+    const uint64_t size = std::max(file->mark.offset, seen);
+    auto events = path_events_.find(path);
+    const PathEvents counts = events == path_events_.end() ? PathEvents{} : events->second;
+    visit(FileView{path, size, file->mark.offset, counts.rotations, counts.truncations});
+  }
+}
+
+void FileTailer::CountPathEvent(const std::string& path, bool rotation) {
+  auto it = path_events_.find(path);
+  if (it == path_events_.end()) {
+    if (path_events_.size() >= kMaxPathsCounted) return;
+    it = path_events_.emplace(path, PathEvents{}).first;
+  }
+  ++(rotation ? it->second.rotations : it->second.truncations);
 }
 
 void FileTailer::Pass() {
@@ -1068,7 +1090,9 @@ bool FileTailer::Reopen(TailedFile& file) {
 void FileTailer::Replace(TailedFile& file, bool path_exists) {
   const std::string path = file.path;
   std::unique_ptr<TailedFile> old = Unfollow(path);
+  if (!path_exists) path_events_.erase(path);
   if (path_exists) {
+    CountPathEvent(path, /*rotation=*/true);
     ++rotations_;
     spdlog::info("{} was rotated; draining the old file and following the new one", path);
   }
@@ -1138,6 +1162,7 @@ bool FileTailer::Locate(TailedFile& file) {
 
 void FileTailer::RestartStream(TailedFile& file, const char* why) {
   spdlog::info("{} {}; reading it again from the start", file.path, why);
+  CountPathEvent(file.path, /*rotation=*/false);
   ++truncations_;
   Remember(file);  // what it held before, to recognise a copy of it (copytruncate)
   file.consumer->OnEnd();
@@ -1189,6 +1214,7 @@ bool FileTailer::ReadSome(TailedFile& file) {
     file.last_data = Clock::now();
     file.quiet_reported = false;
     active_.insert(&file);
+    if (options_.partial_flush_after.count() > 0) unflushed_.insert(&file);
     file.consumer->OnBytes(bytes);
   }
   return true;
@@ -1213,6 +1239,14 @@ void FileTailer::ReadDraining() {
 }
 
 void FileTailer::CheckQuiet(Clock::time_point now) {
+  for (auto it = unflushed_.begin(); it != unflushed_.end();) {
+    if (now - (*it)->last_data >= options_.partial_flush_after) {
+      (*it)->consumer->OnPartialTimeout();
+      it = unflushed_.erase(it);
+    } else {
+      ++it;
+    }
+  }
   for (auto it = active_.begin(); it != active_.end();) {
     TailedFile& file = **it;
     if (now - file.last_data >= options_.quiet_after) {
@@ -1286,6 +1320,7 @@ void FileTailer::End(std::unique_ptr<TailedFile> file) {
   file->consumer->OnEnd();
   CloseFd(*file);
   active_.erase(file.get());
+  unflushed_.erase(file.get());
   if (auto it = by_identity_.find({file->dev, file->ino});
       it != by_identity_.end() && it->second == file.get()) {
     by_identity_.erase(it);

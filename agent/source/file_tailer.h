@@ -118,6 +118,9 @@ struct FileTailerOptions {
   std::chrono::milliseconds poll_interval{1000};
   std::chrono::milliseconds rescan_interval{30000};
   std::chrono::milliseconds quiet_after{2000};
+  // A stream with no new bytes this long gets OnPartialTimeout (its partial last line is taken);
+  // 0: never, a partial line waits for its newline, a rotation or a deletion.
+  std::chrono::milliseconds partial_flush_after{0};
   std::chrono::milliseconds rotate_wait{60000};
   std::chrono::milliseconds close_idle_after{std::chrono::minutes(5)};
   size_t read_budget = 4 << 20;
@@ -155,6 +158,18 @@ class FileTailer : private DescriptorBudget::Holder {
   // 0: the consumer knows where its first open line starts). Files held back as possible copies
   // have read nothing and are left out.
   void ForEachStream(const std::function<void(const FileMark&, StreamConsumer&)>& visit) const;
+
+  // Every followed file (not those being drained after a rotation) as /metrics shows it: its
+  // size as last seen, how far it was read, and how often its path was rotated or its file
+  // truncated while followed (counts kept for at most kMaxPathsCounted paths).
+  struct FileView {
+    const std::string& path;
+    uint64_t size;
+    uint64_t offset;
+    uint64_t rotations;
+    uint64_t truncations;
+  };
+  void ForEachFile(const std::function<void(const FileView&)>& visit) const;
   // Full walks of the globs since Start (the first one included).
   uint64_t rescans() const { return rescans_; }
 
@@ -281,6 +296,7 @@ class FileTailer : private DescriptorBudget::Holder {
   std::unordered_map<Identity, TailedFile*, IdentityHash> by_identity_;
   std::list<TailedFile*> lru_;  // followed files holding a descriptor, most recently used first
   std::unordered_set<TailedFile*> active_;  // had bytes, not yet told OnQuiet
+  std::unordered_set<TailedFile*> unflushed_;  // had bytes, not yet told OnPartialTimeout
   std::set<std::string> unreliable_;        // followed paths inotify cannot vouch for
   std::deque<EndedStream> ended_;           // for recognising copies
   // Links followed (or waiting for their target): link path -> the paths it resolves through.
@@ -315,6 +331,14 @@ class FileTailer : private DescriptorBudget::Holder {
   uint64_t reopens_ = 0;
   uint64_t rescans_ = 0;
   uint64_t bytes_lost_ = 0;
+  // Rotations and truncations by followed path; a path that goes away (deleted) is forgotten.
+  static constexpr size_t kMaxPathsCounted = 4096;
+  struct PathEvents {
+    uint64_t rotations = 0;
+    uint64_t truncations = 0;
+  };
+  std::unordered_map<std::string, PathEvents> path_events_;
+  void CountPathEvent(const std::string& path, bool rotation);
   // Saved positions: the marks, which path holds each one now (at Start), and by identity the
   // ones at their own path.
   std::vector<FileMark> marks_;

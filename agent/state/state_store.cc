@@ -51,6 +51,22 @@ bool MeansCorrupt(const DbStatus& status) {
 
 DbStatus Failure(std::string message) { return DbStatus(SQLITE_CANTOPEN, std::move(message)); }
 
+// "file:/path?immutable=1", with the characters a URI gives a meaning escaped.
+std::string ImmutableUri(const std::string& path) {
+  std::string uri = "file:";
+  for (const char c : path) {
+    if (c == '%' || c == '?' || c == '#') {
+      static constexpr char kHex[] = "0123456789ABCDEF";
+      uri += '%';
+      uri += kHex[(c >> 4) & 0xf];
+      uri += kHex[c & 0xf];
+    } else {
+      uri += c;
+    }
+  }
+  return uri + "?immutable=1";
+}
+
 Error Refusal(const std::string& path, const DbStatus& status) {
   return Error{.file = path, .line = 0, .rule_id = "", .key = "", .message = status.message()};
 }
@@ -75,10 +91,13 @@ Result<std::unique_ptr<StateStore>> StateStore::Open(const std::string& dir,
   if (fatal) return Refusal(store->path_, status);
   if (status.ok()) return store;
   store->MarkUnavailable(status);
-  // Not writable: the counts and offsets in it still hold, so read them if that works.
+  // Not writable: the counts and offsets in it still hold, so read them if that works. As an
+  // immutable file: on a read-only file system SQLite could not create the WAL index it needs
+  // to read a WAL-mode file otherwise (a clean stop leaves no WAL behind to be missed).
   if (Exists(store->path_)) {
     SqliteDb reader;
-    if (SqliteDb::Open(store->path_, SQLITE_OPEN_READONLY, &reader).ok()) {
+    if (SqliteDb::Open(ImmutableUri(store->path_), SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, &reader)
+            .ok()) {
       status = store->CheckVersions(reader, &fatal);
       if (fatal) return Refusal(store->path_, status);
       int64_t version = 0;

@@ -166,15 +166,16 @@ class RestartTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  std::string WriteConfig(const std::string& extra_state = "",
-                          const std::string& start_at = "end") {
+  std::string WriteConfig(const std::string& extra_state = "", const std::string& start_at = "end",
+                          const std::string& extra_source = "") {
     const std::string path = dir_ + "/faultline.yaml";
     std::ofstream(path) << "rules:\n  paths: [rules]\n  context_idle_flush_ms: 1500\n"
                         << "http:\n  listen: 127.0.0.1:" << port_ << "\n"
                         << "state:\n  checkpoint_interval_ms: 100\n"
                         << extra_state << "sources:\n  - id: logs\n    type: file\n"
                         << "    paths: [logs/app.log]\n    start_at: " << start_at << "\n"
-                        << "    poll_interval_ms: 50\n    rotate_wait_ms: 500\n";
+                        << "    poll_interval_ms: 50\n    rotate_wait_ms: 500\n"
+                        << extra_source;
     return path;
   }
   std::string Metrics() {
@@ -424,6 +425,117 @@ TEST_F(RestartTest, ACorruptStateFileIsMovedAsideReportedAndTheAgentStartsFresh)
     aside = aside || entry.path().filename().string().rfind("faultline.db.corrupt-", 0) == 0;
   }
   EXPECT_TRUE(aside);
+  EXPECT_EQ(0, agent.Stop(SIGTERM));
+}
+
+TEST_F(RestartTest, APartialLineIsMatchedAfterPartialFlushMsOnceAndPerFileSeriesShowIt) {
+  const std::string config = WriteConfig("", "beginning", "    partial_flush_ms: 300\n");
+  Daemon agent({"run", "-c", config});
+  WaitUntilServing(agent);
+  Append("CUDA out of memory, and the writer died here");
+  Truth truth;
+  truth.lines = 1;
+  truth.oom = 1;
+  EXPECT_TRUE(Reaches(truth)) << Describe(Read(Metrics()));
+  Append(" after all\nnext line\n");  // the rest of the flushed line is not a line again
+  truth.lines = 2;
+  EXPECT_TRUE(Reaches(truth)) << Describe(Read(Metrics()));
+  const std::string path = dir_ + "/logs/app.log";
+  const std::string labels = "{path=\"" + path + "\",source=\"logs\"}";
+  const std::string m = Metrics();
+  EXPECT_EQ(2, Sample(m, "faultline_file_lines_total" + labels)) << m;
+  EXPECT_EQ(0, Sample(m, "faultline_file_lag_bytes" + labels));
+  EXPECT_EQ(static_cast<double>(fs::file_size(path)),
+            Sample(m, "faultline_file_read_offset_bytes" + labels));
+  EXPECT_EQ(0, agent.Stop(SIGTERM));
+}
+
+// A private tmpfs as state.dir, in a mount namespace of the agent's own: the only way for a root
+// test to give the agent a disk that is really full or really read-only.
+bool CanMountPrivately() {
+  return std::system("unshare -m --propagation private true >/dev/null 2>&1") == 0;
+}
+
+// Runs the agent in a new mount namespace where `state` is a tmpfs of `size`, holding the files of
+// `seed` (when not empty) and mounted read-only when `read_only`.
+std::vector<std::string> PrivateStateDir(const std::string& state, const std::string& size,
+                                         const std::string& seed, bool read_only) {
+  std::string script = "mount -t tmpfs -o size=" + size + " tmpfs \"$0\" || exit 97; ";
+  if (!seed.empty()) script += "cp -a \"" + seed + "\"/. \"$0\"/ || exit 98; ";
+  if (read_only) script += "mount -o remount,ro \"$0\" || exit 99; ";
+  script += "exec \"$@\"";
+  return {"/usr/bin/unshare", "-m", "--propagation", "private", "/bin/sh", "-c", script, state};
+}
+
+int InNamespaceOf(pid_t pid, const std::string& command) {
+  return std::system(("nsenter -t " + std::to_string(pid) + " -m sh -c '" + command + "'").c_str());
+}
+
+TEST_F(RestartTest, AFullStateDirNeverStopsCountingReadyzSaysWhyAndCheckpointsResume) {
+  if (!CanMountPrivately()) {
+    GTEST_SKIP() << "needs a private mount namespace (CAP_SYS_ADMIN) for a small tmpfs";
+  }
+  const std::string config = WriteConfig("", "beginning");
+  const std::string state = dir_ + "/state";
+  fs::create_directories(state);
+  Daemon agent({"run", "-c", config}, 0, PrivateStateDir(state, "8m", "", false));
+  WaitUntilServing(agent);
+  Truth truth;
+  AppendGroups(0, 200, truth);
+  ASSERT_TRUE(Reaches(truth)) << agent.Stderr();
+  // Fill the agent's state.dir, as it sees it, to the last byte.
+  ASSERT_NE(0, InNamespaceOf(agent.pid(), "cat /dev/zero > " + state + "/filler 2>/dev/null"));
+  uint64_t n = 200;
+  const auto errors = [&] { return Sample(Metrics(), "faultline_checkpoint_errors_total"); };
+  for (int i = 0; i < 20 && errors() == 0; ++i) {
+    AppendGroups(n, n + 200, truth);  // every checkpoint has something new to write
+    n += 200;
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  }
+  EXPECT_GT(errors(), 0) << agent.Stderr();
+  EXPECT_TRUE(Reaches(truth)) << "counting stopped: " << Describe(Read(Metrics()));
+  std::string body;
+  EXPECT_EQ(503, HttpGet(port_, "/readyz", &body));
+  EXPECT_THAT(body, HasSubstr("full")) << body;
+  // Room again: the next checkpoint is written and the agent is ready.
+  ASSERT_EQ(0, InNamespaceOf(agent.pid(), "rm " + state + "/filler"));
+  AppendGroups(n, n + 10, truth);
+  EXPECT_TRUE(Eventually([&] { return HttpGet(port_, "/readyz", &body) == 200; })) << body;
+  const double settled = errors();
+  EXPECT_TRUE(Reaches(truth));
+  EXPECT_EQ(settled, errors());
+  EXPECT_EQ(0, agent.Stop(SIGTERM));
+}
+
+TEST_F(RestartTest, AReadOnlyStateDirStillRestoresCountsAndCheckpointsOnceWritable) {
+  if (!CanMountPrivately()) {
+    GTEST_SKIP() << "needs a private mount namespace (CAP_SYS_ADMIN) for a read-only tmpfs";
+  }
+  const std::string config = WriteConfig("", "beginning");
+  Truth truth;
+  {
+    Daemon agent({"run", "-c", config});
+    WaitUntilServing(agent);
+    AppendGroups(0, 300, truth);
+    ASSERT_TRUE(Reaches(truth));
+    EXPECT_EQ(0, agent.Stop(SIGTERM));
+  }
+  // The saved state, on a file system that is read-only when the agent starts.
+  const std::string state = dir_ + "/state";
+  fs::rename(state, dir_ + "/saved");
+  fs::create_directories(state);
+  Daemon agent({"run", "-c", config}, 0, PrivateStateDir(state, "4m", dir_ + "/saved", true));
+  WaitUntilServing(agent);
+  EXPECT_TRUE(Reaches(truth)) << "counts did not continue: " << Describe(Read(Metrics()))
+                              << agent.Stderr();
+  AppendGroups(300, 400, truth);
+  EXPECT_TRUE(Reaches(truth)) << Describe(Read(Metrics()));
+  std::string body;
+  EXPECT_EQ(503, HttpGet(port_, "/readyz", &body));
+  EXPECT_THAT(body, HasSubstr("checkpoint")) << body;
+  EXPECT_GT(Sample(Metrics(), "faultline_checkpoint_errors_total"), 0);
+  ASSERT_EQ(0, InNamespaceOf(agent.pid(), "mount -o remount,rw " + state));
+  EXPECT_TRUE(Eventually([&] { return HttpGet(port_, "/readyz", &body) == 200; })) << body;
   EXPECT_EQ(0, agent.Stop(SIGTERM));
 }
 
