@@ -171,10 +171,11 @@ long OpenDescriptors() {
 
 }  // namespace
 
-Agent::Agent(Config config, std::shared_ptr<const RuleSet> rules)
+Agent::Agent(Config config, std::shared_ptr<const RuleSet> rules, AgentOptions options)
     : config_(std::move(config)),
       rules_(std::move(rules)),
-      signals_(io_, SIGINT, SIGTERM, SIGHUP),
+      options_(options),
+      signals_(io_),
       metrics_(signature_labels_),
       metrics_sink_(std::make_unique<MetricsSink>(metrics_)),
       events_(signature_labels_),
@@ -298,13 +299,26 @@ void Agent::AddFileStreams(const FileStreamSet* set) { file_stream_sets_.push_ba
 
 void Agent::RemoveFileStreams(const FileStreamSet* set) { std::erase(file_stream_sets_, set); }
 
+void Agent::AddFindingSink(FindingSink* sink) { findings_.Add(sink); }
+
+void Agent::AddSource(SourceBuilder build) { extra_sources_.push_back(std::move(build)); }
+
 bool Agent::Start(std::string* error) {
-  // The state first: a second agent on the same state.dir must fail here, before it binds a port
+  // Caught from here on, queued until Run: a SIGTERM while sources start still stops cleanly.
+  if (options_.handle_signals) {
+    signals_.add(SIGINT);
+    signals_.add(SIGTERM);
+    signals_.add(SIGHUP);
+    WaitForSignal();
+  }
+  // The state next: a second agent on the same state.dir must fail here, before it binds a port
   // or reads a line.
-  if (!OpenState(error)) return false;
-  AddRoutes();
-  if (!http_.Listen(config_.http_address, config_.http_port, error)) return false;
-  spdlog::info("serving /metrics on http://{}:{}/metrics", config_.http_address, http_.port());
+  if (options_.keep_state && !OpenState(error)) return false;
+  if (options_.serve_http) {
+    AddRoutes();
+    if (!http_.Listen(config_.http_address, config_.http_port, error)) return false;
+    spdlog::info("serving /metrics on http://{}:{}/metrics", config_.http_address, http_.port());
+  }
 
   // One descriptor budget for every source, from the limit raised as far as it goes.
   const SourceContext context{
@@ -321,16 +335,27 @@ bool Agent::Start(std::string* error) {
           },
       .descriptors = std::make_shared<DescriptorBudget>(
           DescriptorBudget::ForLimit(RaiseDescriptorLimit(), config_.max_open_files)),
-      .file_streams = this,
+      // Sources end only from the loop, after Start has returned: sources_ is complete by then.
+      .ended =
+          [this] {
+            if (++ended_sources_ < sources_.size()) return;
+            asio::post(io_, [this] {
+              spdlog::info("every source has ended, stopping");
+              Stop();
+            });
+          },
+      .file_streams = store_ != nullptr ? this : nullptr,
   };
-  sources_ = BuildSources(context);
+  if (options_.config_sources) sources_ = BuildSources(context);
+  for (const SourceBuilder& build : extra_sources_) sources_.push_back(build(context));
   for (auto& source : sources_) source->Start();
   sources_started_ = true;
-  // At once, not an interval later: where each file starts is durable before a line of it is
-  // counted, so a crash right after this start resumes there instead of applying start_at again.
-  Checkpoint();
-  ArmCheckpointTimer();
-  WaitForSignal();
+  if (store_ != nullptr) {
+    // At once, not an interval later: where each file starts is durable before a line of it is
+    // counted, so a crash right after this start resumes there instead of applying start_at.
+    Checkpoint();
+    ArmCheckpointTimer();
+  }
   return true;
 }
 
@@ -400,7 +425,8 @@ std::string Agent::NotReadyReason() const {
 void Agent::Run() { io_.run(); }
 
 void Agent::Stop() {
-  if (stopping_) return;
+  if (stopped_) return;
+  stopped_ = true;
   boost::system::error_code ignored;
   signals_.cancel(ignored);
   checkpoint_timer_.cancel();

@@ -15,11 +15,13 @@
 // Everything runs on the one thread that calls Run(); Stop() may be called from a signal handler
 // installed on the same loop (Start installs one for SIGINT and SIGTERM; SIGHUP is logged and
 // ignored until reload exists, so that a stray `kill -HUP` or a closed terminal never stops the
-// agent). Start fails, with the reason, only at load time (the listener cannot bind). Owns
-// everything it creates; the RuleSet is shared.
+// agent). When every source has ended (stdin closed; sources that follow files never end), the
+// agent stops by itself. Start fails, with the reason, only at load time (the listener cannot
+// bind). Owns everything it creates; the RuleSet is shared.
 #ifndef FAULTLINE_APP_AGENT_H_
 #define FAULTLINE_APP_AGENT_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -40,10 +42,30 @@
 
 namespace faultline {
 
+// What a command that embeds the agent changes (`faultline watch`); the defaults are the daemon's.
+struct AgentOptions {
+  bool serve_http = true;      // listen on http.listen; false: no HTTP server at all
+  bool handle_signals = true;  // SIGINT/SIGTERM stop the agent (watch forwards them instead)
+  bool config_sources = true;  // start the sources the config declares
+  // Open state.dir: counters and file positions continue across restarts. A one-shot command
+  // (watch) keeps none, and so never contends for another agent's state.dir.
+  bool keep_state = true;
+};
+
 class Agent : private FileStreamHost {
  public:
-  Agent(Config config, std::shared_ptr<const RuleSet> rules);
+  using SourceBuilder = std::function<std::unique_ptr<Source>(const SourceContext&)>;
+
+  Agent(Config config, std::shared_ptr<const RuleSet> rules, AgentOptions options = {});
   ~Agent();
+
+  // Before Start: one more stage of the finding fan-out, after the agent's own (watch's report).
+  // Not owned; must outlive the agent.
+  void AddFindingSink(FindingSink* sink);
+  // Before Start: a source the config does not declare (watch's command), built with the same
+  // context as the config's sources and started after them.
+  void AddSource(SourceBuilder build);
+  Metrics& metrics() { return metrics_; }
 
   bool Start(std::string* error);
   // Runs the loop until SIGINT/SIGTERM or Stop().
@@ -79,6 +101,8 @@ class Agent : private FileStreamHost {
 
   const Config config_;
   const std::shared_ptr<const RuleSet> rules_;
+  const AgentOptions options_;
+  std::vector<SourceBuilder> extra_sources_;
   asio::io_context io_;
   asio::signal_set signals_;
   SignatureLabels signature_labels_;
@@ -92,8 +116,11 @@ class Agent : private FileStreamHost {
   MatchScratch scratch_;
   HttpServer http_;
   std::vector<std::unique_ptr<Source>> sources_;
+  size_t ended_sources_ = 0;
+  bool stopped_ = false;
 
-  // The state store and its participants (a participant must outlive the store).
+  // The state store and its participants (a participant must outlive the store); null when
+  // options_.keep_state is false.
   std::unique_ptr<CounterStates> counter_states_;
   std::unique_ptr<StreamStates> stream_states_;
   std::unique_ptr<StateStore> store_;

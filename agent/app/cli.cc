@@ -25,6 +25,7 @@ Usage: faultline <command> [options]
 Commands:
   scan FILE... | -        diagnose finished logs (or stdin) and print what failed and how to fix it
   run -c CONFIG           watch logs as they are written; serve /metrics and /healthz
+  watch -- CMD ARGS...    run a command, pass its output through, diagnose it when it ends
   check -c CONFIG         validate a config and its rules, reporting every error
   rules list|test|eval    list the rule pack, run its examples, evaluate it on a log corpus
 
@@ -84,6 +85,8 @@ int RunCli(const Args& args) {
     std::cout << kUsage;
     return kExitOk;
   }
+  // `watch` reads its own: `faultline watch -- tool --version` runs the tool.
+  if (command == "watch") return WatchCommand(rest);
   const bool wants_version =
       std::find(args.begin(), args.end(), std::string("--version")) != args.end();
   if (command == "--version" || command == "version" || wants_version) {

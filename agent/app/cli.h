@@ -29,6 +29,7 @@ int ScanCommand(const Args& args);
 int RulesCommand(const Args& args);
 int CheckCommand(const Args& args);
 int RunCommand(const Args& args);
+int WatchCommand(const Args& args);
 
 // Where the bundled rule pack is when no --rules is given: $FAULTLINE_RULES, else `rules/` next to
 // the source tree the binary was built in, else <prefix>/share/faultline/rules, else ./rules.

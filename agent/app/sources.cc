@@ -7,6 +7,8 @@ std::vector<std::unique_ptr<Source>> BuildSources(const SourceContext& context) 
   using Builder = void (*)(const SourceContext&, std::vector<std::unique_ptr<Source>>&);
   static constexpr Builder kSourceTypes[] = {
       &BuildFileSources,
+      &BuildStdinSources,
+      &BuildFifoSources,
   };
   std::vector<std::unique_ptr<Source>> sources;
   for (Builder build : kSourceTypes) build(context, sources);

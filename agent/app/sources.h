@@ -41,6 +41,10 @@ struct SourceContext {
   std::function<StreamConsumerFactory(const std::string& source_id)> consumers;
   // Shared by every source that holds descriptors.
   std::shared_ptr<DescriptorBudget> descriptors;
+  // Called once by a source whose streams have all ended for good (stdin closed, a watched
+  // command's output closed); when every source has ended, the agent stops. Sources that follow
+  // files, pipes or sockets never end and never call it.
+  std::function<void()> ended;
   // Saved file streams and checkpoints (file_streams.h); null without a state store.
   FileStreamHost* file_streams = nullptr;
 };
@@ -49,6 +53,8 @@ std::vector<std::unique_ptr<Source>> BuildSources(const SourceContext& context);
 
 // The builders behind BuildSources, one per source type.
 void BuildFileSources(const SourceContext& context, std::vector<std::unique_ptr<Source>>& out);
+void BuildStdinSources(const SourceContext& context, std::vector<std::unique_ptr<Source>>& out);
+void BuildFifoSources(const SourceContext& context, std::vector<std::unique_ptr<Source>>& out);
 
 }  // namespace faultline
 

@@ -47,6 +47,19 @@ struct StateConfig {
   int checkpoint_interval_ms = 1000;  // at most this long between checkpoints
 };
 
+// `type: stdin`: the agent's standard input, read as one stream that ends when stdin closes (at
+// most one such source). When every source of the agent has ended, the agent stops (exit 0).
+struct StdinSourceConfig {
+  std::string id;
+};
+
+// `type: fifo`: a named pipe, created (mode 0600) when the path does not exist; writers may close
+// and reopen it at will (agent/source/fifo_reader.h).
+struct FifoSourceConfig {
+  std::string id;
+  std::string path;  // absolute
+};
+
 struct Config {
   std::string file;  // the config file this was loaded from
 
@@ -57,6 +70,7 @@ struct Config {
 
   std::string http_address = "127.0.0.1";
   uint16_t http_port = 9464;
+  bool http_listen_set = false;  // the file set http.listen (`watch -c` serves metrics only then)
 
   std::string log_level = "info";  // trace | debug | info | warn | error
 
@@ -66,6 +80,8 @@ struct Config {
   StateConfig state;
 
   std::vector<FileSourceConfig> file_sources;
+  std::vector<StdinSourceConfig> stdin_sources;
+  std::vector<FifoSourceConfig> fifo_sources;
 };
 
 }  // namespace faultline

@@ -153,6 +153,9 @@ bool ParseListen(std::string_view text, std::string* host, uint16_t* port, std::
 // stops at the first error: each section is checked independently.
 class ConfigParser {
  public:
+  // Source id -> the line that first used it.
+  using SourceIds = std::map<std::string, int, std::less<>>;
+
   ConfigParser(std::string file, fs::path base_dir)
       : file_(std::move(file)), base_dir_(std::move(base_dir)) {}
 
@@ -336,6 +339,8 @@ class ConfigParser {
       std::string why;
       if (!ParseListen(*text, &config->http_address, &config->http_port, &why)) {
         AddError(LineOf(f.key), key, "'" + *text + "': " + why);
+      } else {
+        config->http_listen_set = true;
       }
     }
   }
@@ -392,16 +397,19 @@ class ConfigParser {
       AddError(LineOf(section.key), path, "expected a list, got " + KindName(section.value));
       return;
     }
-    std::map<std::string, int, std::less<>> id_lines;
+    SourceIds ids;
     for (std::size_t i = 0; i < section.value.size(); ++i) {
-      ParseSource(section.value[i], Index(path, i), &id_lines, config);
+      ParseSource(section.value[i], Index(path, i), &ids, config);
     }
   }
 
-  void ParseSource(const YAML::Node& node, const std::string& path,
-                   std::map<std::string, int, std::less<>>* id_lines, Config* config) {
+  // The source types and the keys each allows; `id` and `type` are common to all.
+  static constexpr std::string_view kSourceTypes = "file, stdin, fifo";
+
+  void ParseSource(const YAML::Node& node, const std::string& path, SourceIds* ids,
+                   Config* config) {
     if (!node.IsMap()) {
-      AddError(LineOf(node), path, "expected a map with id, type and paths, got " + KindName(node));
+      AddError(LineOf(node), path, "expected a map with id and type, got " + KindName(node));
       return;
     }
     // The type decides which keys are allowed, so find it before checking the rest.
@@ -411,22 +419,50 @@ class ConfigParser {
       if (it->first.IsScalar() && it->first.Scalar() == "type") {
         type = Scalar(Field{"type", it->first, it->second}, Join(path, "type"));
         if (!type) return;
-        if (*type != "file") {
+        if (*type != "file" && *type != "stdin" && *type != "fifo") {
           AddError(LineOf(it->first), Join(path, "type"),
-                   "unknown source type '" + *type + "'; allowed: file");
+                   "unknown source type '" + *type + "'; allowed: " + std::string(kSourceTypes));
           return;
         }
         break;
       }
     }
-    bool ok = true;
     if (!type) {
-      // Still check the rest as a file source, the only type there is: one round trip shows
-      // every problem of the entry.
-      AddError(line, Join(path, "type"), "required key is missing; allowed: file");
-      ok = false;
+      // Still check the rest as a file source, the common case: one round trip shows every
+      // problem of the entry.
+      AddError(line, Join(path, "type"),
+               "required key is missing; allowed: " + std::string(kSourceTypes));
+      ParseFileSource(node, path, line, ids, /*ok=*/false, config);
+    } else if (*type == "file") {
+      ParseFileSource(node, path, line, ids, /*ok=*/true, config);
+    } else if (*type == "stdin") {
+      ParseStdinSource(node, path, line, ids, config);
+    } else {
+      ParseFifoSource(node, path, line, ids, config);
     }
+  }
 
+  // The `id` of a source: valid and unique; false (reported) when not.
+  bool ParseSourceId(const Field& f, const std::string& key, SourceIds* ids, std::string* id) {
+    std::optional<std::string> text = Scalar(f, key);
+    if (!text) return false;
+    if (!IsValidSourceId(*text)) {
+      AddError(LineOf(f.key), key,
+               "'" + *text + "' is not a valid id: use letters, digits, '_', '.' and '-'");
+      return false;
+    }
+    if (auto [seen, inserted] = ids->emplace(*text, LineOf(f.key)); !inserted) {
+      AddError(LineOf(f.key), key,
+               "duplicate source id '" + *text + "'; first used on line " +
+                   std::to_string(seen->second));
+      return false;
+    }
+    *id = *text;
+    return true;
+  }
+
+  void ParseFileSource(const YAML::Node& node, const std::string& path, int line, SourceIds* ids,
+                       bool ok, Config* config) {
     FileSourceConfig source;
     bool has_id = false;
     bool has_paths = false;
@@ -437,21 +473,7 @@ class ConfigParser {
       const std::string key = Join(path, f.name);
       if (f.name == "id") {
         has_id = true;
-        std::optional<std::string> id = Scalar(f, key);
-        if (!id) {
-          ok = false;
-        } else if (!IsValidSourceId(*id)) {
-          AddError(LineOf(f.key), key,
-                   "'" + *id + "' is not a valid id: use letters, digits, '_', '.' and '-'");
-          ok = false;
-        } else if (auto [seen, inserted] = id_lines->emplace(*id, LineOf(f.key)); !inserted) {
-          AddError(LineOf(f.key), key,
-                   "duplicate source id '" + *id + "'; first used on line " +
-                       std::to_string(seen->second));
-          ok = false;
-        } else {
-          source.id = *id;
-        }
+        ok = ParseSourceId(f, key, ids, &source.id) && ok;
       } else if (f.name == "paths") {
         has_paths = true;
         if (auto list = StringList(f, key)) {
@@ -512,9 +534,78 @@ class ConfigParser {
     if (ok) config->file_sources.push_back(std::move(source));
   }
 
+  void ParseStdinSource(const YAML::Node& node, const std::string& path, int line,
+                        SourceIds* ids, Config* config) {
+    StdinSourceConfig source;
+    bool ok = true;
+    bool has_id = false;
+    for (const Field& f : Fields(node, path, {"id", "type"})) {
+      if (f.name == "id") {
+        has_id = true;
+        ok = ParseSourceId(f, Join(path, f.name), ids, &source.id) && ok;
+      }
+    }
+    if (!has_id) {
+      AddError(line, Join(path, "id"), "required key is missing");
+      ok = false;
+    }
+    // There is one standard input: two sources would each get an arbitrary part of it.
+    if (stdin_line_ != 0) {
+      AddError(line, Join(path, "type"),
+               "only one source can read standard input; the first is on line " +
+                   std::to_string(stdin_line_));
+      ok = false;
+    } else {
+      stdin_line_ = line;
+    }
+    if (ok) config->stdin_sources.push_back(std::move(source));
+  }
+
+  void ParseFifoSource(const YAML::Node& node, const std::string& path, int line, SourceIds* ids,
+                       Config* config) {
+    FifoSourceConfig source;
+    bool ok = true;
+    bool has_id = false;
+    bool has_path = false;
+    for (const Field& f : Fields(node, path, {"id", "type", "path"})) {
+      const std::string key = Join(path, f.name);
+      if (f.name == "id") {
+        has_id = true;
+        ok = ParseSourceId(f, key, ids, &source.id) && ok;
+      } else if (f.name == "path") {
+        has_path = true;
+        std::optional<std::string> text = Scalar(f, key);
+        if (!text || text->empty()) {
+          if (text) AddError(LineOf(f.key), key, "expected a path, got an empty string");
+          ok = false;
+          continue;
+        }
+        source.path = Resolve(*text);
+        // One pipe read by two sources would split its lines between them at random.
+        if (auto [seen, inserted] = fifo_lines_.emplace(source.path, LineOf(f.key)); !inserted) {
+          AddError(LineOf(f.key), key,
+                   "the named pipe " + source.path + " is already read by the source on line " +
+                       std::to_string(seen->second));
+          ok = false;
+        }
+      }
+    }
+    if (!has_id) {
+      AddError(line, Join(path, "id"), "required key is missing");
+      ok = false;
+    }
+    if (!has_path) {
+      AddError(line, Join(path, "path"), "required key is missing");
+      ok = false;
+    }
+    if (ok) config->fifo_sources.push_back(std::move(source));
+  }
+
   const std::string file_;
   const fs::path base_dir_;
   ErrorList errors_;
+  int stdin_line_ = 0;                                     // of the stdin source, 0: none yet
+  std::map<std::string, int, std::less<>> fifo_lines_;     // fifo path -> line of its source
 };
 
 }  // namespace

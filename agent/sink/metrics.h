@@ -73,6 +73,7 @@ class Metrics {
 
   // Lines cut at max_line_bytes by framing.
   void AddTruncatedLines(uint64_t n);
+  uint64_t truncated_lines() const { return static_cast<uint64_t>(truncated_->Value()); }
 
   // Bytes a source's file held that were never read (copytruncate truncated them first):
   // faultline_bytes_lost_total{source, reason}.

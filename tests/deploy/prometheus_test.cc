@@ -58,16 +58,18 @@ constexpr char kDeploy[] = FAULTLINE_SOURCE_DIR "/deploy";
 // others. A metric that is neither exported nor listed here is a typo, and fails the test.
 const std::set<std::string>& BeingAdded() {
   static const auto* metrics = new std::set<std::string>{
-      "faultline_file_lag_bytes",                      // lag per source (issue 11)
-      "faultline_notifications_total",                 // alert delivery (issue 9)
-      "faultline_outbox_depth",                        // alert delivery (issue 9)
-      "faultline_alert_events_total",                  // alert lifecycle (issue 9)
-      "faultline_checkpoints_total",                   // state store (issue 8)
-      "faultline_checkpoint_errors_total",             // state store (issue 8)
-      "faultline_checkpoint_duration_seconds_bucket",  // state store (issue 8)
-      "faultline_bytes_lost_total",                    // state store (issue 8)
-      "faultline_config_reloads_total",                // hot reload (issue 11)
-      "faultline_config_last_reload_successful",       // hot reload (issue 11)
+      "faultline_file_lag_bytes",                                  // lag per source (issue 11)
+      "faultline_notifications_total",                             // alert delivery (issue 9)
+      "faultline_notification_queue_depth",                        // alert delivery (issue 9)
+      "faultline_receiver_disabled",                               // alert delivery (issue 9)
+      "faultline_last_successful_notification_timestamp_seconds",  // alert delivery (issue 9)
+      "faultline_alert_events_total",                              // alert lifecycle (issue 9)
+      "faultline_checkpoints_total",                               // state store (issue 8)
+      "faultline_checkpoint_errors_total",                         // state store (issue 8)
+      "faultline_checkpoint_duration_seconds_bucket",              // state store (issue 8)
+      "faultline_bytes_lost_total",                                // state store (issue 8)
+      "faultline_config_reloads_total",                            // hot reload (issue 11)
+      "faultline_config_last_reload_successful",                   // hot reload (issue 11)
   };
   return *metrics;
 }

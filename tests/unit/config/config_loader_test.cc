@@ -329,7 +329,7 @@ TEST_F(ConfigLoaderTest, EveryErrorOfOneLoadIsReportedTogether) {
                           Pair(6, "http.listen"), Pair(7, "log.level"), Pair(9, "sources[0].id"),
                           Pair(11, "sources[0].paths[1]"), Pair(12, "sources[1].type"),
                           Pair(14, "sources[2].paths")));
-  EXPECT_EQ("unknown source type 'socket'; allowed: file", result.errors()[6].message);
+  EXPECT_EQ("unknown source type 'socket'; allowed: file, stdin, fifo", result.errors()[6].message);
   EXPECT_EQ("required key is missing", result.errors()[7].message);
 }
 
@@ -351,6 +351,51 @@ TEST_F(ConfigLoaderTest, DuplicateSourceIdPointsAtTheFirstUse) {
   ASSERT_FALSE(result.ok());
   EXPECT_THAT(LinesAndKeys(result.errors()), ElementsAre(Pair(3, "sources[1].id")));
   EXPECT_EQ("duplicate source id 'app'; first used on line 2", result.errors()[0].message);
+}
+
+TEST_F(ConfigLoaderTest, StdinAndFifoSourcesTakeTheirOwnKeys) {
+  Result<Config> result = LoadConfig(Write(
+      "sources:\n"
+      "  - {id: piped, type: stdin}\n"
+      "  - {id: pipe, type: fifo, path: run/train.fifo}\n"));
+  ASSERT_TRUE(result.ok()) << FormatErrors(result.errors());
+  const Config& config = result.value();
+  ASSERT_EQ(1u, config.stdin_sources.size());
+  EXPECT_EQ("piped", config.stdin_sources[0].id);
+  ASSERT_EQ(1u, config.fifo_sources.size());
+  EXPECT_EQ("pipe", config.fifo_sources[0].id);
+  EXPECT_EQ(In("run/train.fifo"), config.fifo_sources[0].path);
+  EXPECT_TRUE(config.file_sources.empty());
+}
+
+TEST_F(ConfigLoaderTest, StdinAndFifoSourcesRejectFileKeysAndRepeats) {
+  Result<Config> result = LoadConfig(Write(
+      "sources:\n"                                         // 1
+      "  - {id: a, type: stdin, paths: [x.log]}\n"         // 2
+      "  - {id: b, type: stdin}\n"                         // 3
+      "  - {id: c, type: fifo}\n"                          // 4
+      "  - {id: d, type: fifo, path: p.fifo}\n"            // 5
+      "  - {id: e, type: fifo, path: p.fifo}\n"            // 6
+      "  - {id: a, type: fifo, path: q.fifo}\n"));         // 7
+  ASSERT_FALSE(result.ok());
+  EXPECT_THAT(LinesAndKeys(result.errors()),
+              ElementsAre(Pair(2, "sources[0].paths"), Pair(3, "sources[1].type"),
+                          Pair(4, "sources[2].path"), Pair(6, "sources[4].path"),
+                          Pair(7, "sources[5].id")));
+  EXPECT_EQ("only one source can read standard input; the first is on line 2",
+            result.errors()[1].message);
+  EXPECT_EQ("the named pipe " + In("p.fifo") + " is already read by the source on line 5",
+            result.errors()[3].message);
+}
+
+TEST_F(ConfigLoaderTest, HttpListenSetOnlyWhenTheFileSaysIt) {
+  Result<Config> without = LoadConfig(Write(kMinimal));
+  ASSERT_TRUE(without.ok()) << FormatErrors(without.errors());
+  EXPECT_FALSE(without.value().http_listen_set);
+  Result<Config> with = LoadConfig(Write("http:\n  listen: 127.0.0.1:9999\n", "other.yaml"));
+  ASSERT_TRUE(with.ok()) << FormatErrors(with.errors());
+  EXPECT_TRUE(with.value().http_listen_set);
+  EXPECT_EQ(9999, with.value().http_port);
 }
 
 TEST_F(ConfigLoaderTest, DuplicateKeyIsAnError) {
