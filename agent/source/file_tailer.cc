@@ -800,6 +800,8 @@ void FileTailer::LocateSavedFiles() {
 }
 
 std::string FileTailer::FindSaved(const FileMark& mark, bool by_inode) {
+  // Content identifies a copy only when some was read: any file "holds" nothing read at all.
+  if (!by_inode && (mark.read_offset == 0 || mark.head_len == 0)) return "";
   const std::string dir = ParentOf(mark.path);
   const std::unique_ptr<DIR, int (*)(DIR*)> listing(opendir(dir.c_str()), closedir);
   if (listing == nullptr) return "";

@@ -224,6 +224,36 @@ TEST_F(FileTailerResumeTest, ACopytruncateWhileAwayIsReadOnInTheCopy) {
   EXPECT_TRUE(resume.Of(P("app.log"))->resumed.empty());
 }
 
+TEST_F(FileTailerResumeTest, ASavedFileWithNothingReadIsNotFoundInAnUnrelatedRotatedFile) {
+  Append("app.log", "");
+  Resume first;
+  first.history = true;
+  FileMark saved;
+  {
+    auto tailer = Tailer(&first);
+    tailer->Start();
+    RunFor(50);
+    tailer->ForEachStream([&](const FileMark& mark, StreamConsumer&) { saved = mark; });
+    tailer->Stop();
+  }
+  ASSERT_EQ(0u, saved.read_offset);
+  // While away: the empty file is deleted, and an old rotated file (read long ago) sits there.
+  Append("app.log.3", "counted long ago\n");
+  fs::remove(dir_ / "app.log");
+  Append("app.log", "new\n");
+  Resume resume;
+  resume.marks = {saved};
+  resume.history = true;
+  auto tailer = Tailer(&resume);
+  tailer->Start();
+  ASSERT_TRUE(RunUntil([&] { return resume.Of(P("app.log")) != nullptr &&
+                                    resume.Of(P("app.log"))->bytes == "new\n"; }));
+  RunFor(100);
+  // Whether the new app.log got the deleted one's inode (resumed at 0) or not (forgotten), the
+  // old rotated file is not read again.
+  EXPECT_EQ(nullptr, resume.Of(P("app.log.3")));
+}
+
 TEST_F(FileTailerResumeTest, AFileRotatedTwiceWhileAwayIsReadOnceEachGeneration) {
   const FileMark saved = ReadAndSave("gen1 a\n");
   const int64_t checkpoint = NowNs();
