@@ -8,7 +8,8 @@
 #                        systemd/check-syscalls.py: every system call the agent makes (strace)
 #                        is allowed by the unit's SystemCallFilter=
 #   every YAML file      yamllint (deploy/.yamllint.yml)
-#   Prometheus           promtool check config (prometheus.yml, compose/prometheus.yml),
+#   Prometheus           promtool check config (prometheus.yml, federation.yml,
+#                        compose/prometheus.yml),
 #                        promtool check rules, promtool test rules (prometheus/tests/)
 #   Alertmanager         amtool check-config (compose/alertmanager.yml)
 #   Grafana dashboard    tools/check-dashboard.mjs (structure), promtool check rules (its PromQL)
@@ -91,7 +92,8 @@ compose_prometheus() {
   promtool check config "$tmp/compose-prometheus/prometheus.yml"
 }
 export -f compose_prometheus
-step "promtool check config" 60 promtool check config deploy/prometheus/prometheus.yml
+step "promtool check config" 60 promtool check config deploy/prometheus/prometheus.yml \
+  deploy/prometheus/federation.yml
 step "promtool check config (compose)" 60 compose_prometheus
 step "promtool check rules" 60 promtool check rules deploy/prometheus/rules/*.yml
 step "promtool test rules" 120 promtool test rules deploy/prometheus/tests/*.test.yml

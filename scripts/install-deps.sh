@@ -11,6 +11,7 @@ packages=(
   clang-14 libclang-rt-14-dev
   python3 ripgrep mtail time logrotate
   prometheus prometheus-alertmanager yamllint dpkg-dev strace
+  chromium
 )
 
 missing=()

@@ -9,7 +9,10 @@
 #include <chrono>
 #include <csignal>
 
+#include "agent/app/admin_token.h"
 #include "agent/app/findings_json.h"
+#include "agent/app/status_json.h"
+#include "agent/app/status_page.h"
 #include "agent/framing/utf8.h"
 #include "agent/match/stream_pipeline.h"
 
@@ -42,7 +45,8 @@ class Agent::MatchedStream : public ResumableConsumer, private FindingSink {
  public:
   MatchedStream(StreamOrigin origin, const std::shared_ptr<const RuleSet>& rules,
                 FindingSink* findings, MatchScratch* scratch, size_t max_line_bytes,
-                Metrics& metrics, Metrics::SourceCounters counters, uint64_t offset = 0,
+                Metrics& metrics, Metrics::SourceCounters counters,
+                std::unordered_set<MatchedStream*>& live, uint64_t offset = 0,
                 const StreamState* resumed = nullptr, const bool* frozen = nullptr,
                 Metrics::FileSeries* file = nullptr)
       : origin_(std::move(origin)),
@@ -56,10 +60,20 @@ class Agent::MatchedStream : public ResumableConsumer, private FindingSink {
         counted_lines_(resumed != nullptr ? resumed->read_line : 0),
         counted_offset_(resumed != nullptr ? std::max(resumed->read_offset, offset) : offset),
         replay_line_(resumed != nullptr ? resumed->read_line : 0),
-        replay_offset_(counted_offset_) {
+        replay_offset_(counted_offset_),
+        live_(live) {
     if (resumed != nullptr) pending_ = resumed->pending_hits;
+    live_.insert(this);
   }
-  ~MatchedStream() override { metrics_.ReleaseFile(file_); }
+  ~MatchedStream() override {
+    live_.erase(this);
+    metrics_.ReleaseFile(file_);
+  }
+
+  // A reload: the same stream, framer and pending context, matched by the new rules.
+  void Rebind(const std::shared_ptr<const RuleSet>& rules, MatchScratch* scratch) {
+    pipeline_.Rebind(rules, scratch);
+  }
 
   void OnBytes(std::string_view bytes) override {
     if (Frozen()) return;
@@ -151,7 +165,12 @@ class Agent::MatchedStream : public ResumableConsumer, private FindingSink {
   const uint64_t replay_line_;
   const uint64_t replay_offset_;
   std::vector<PendingHitState> pending_;
+  std::unordered_set<MatchedStream*>& live_;
 };
+
+void Agent::RebindStreams(const std::shared_ptr<const RuleSet>& rules, MatchScratch* scratch) {
+  for (MatchedStream* stream : live_streams_) stream->Rebind(rules, scratch);
+}
 
 namespace {
 
@@ -179,14 +198,16 @@ Agent::Agent(Config config, std::shared_ptr<const RuleSet> rules, AgentOptions o
       metrics_(signature_labels_),
       metrics_sink_(std::make_unique<MetricsSink>(metrics_)),
       events_(signature_labels_),
-      scratch_(rules_->patterns()),
+      scratch_(std::make_unique<MatchScratch>(rules_->patterns())),
       http_(io_),
-      checkpoint_timer_(io_) {
+      checkpoint_timer_(io_),
+      sources_([this](const Config& section) { return ContextFor(section); }) {
   signature_labels_.Bind(rules_->rules());
   metrics_.BindRules(rules_->rules());
   findings_.Add(metrics_sink_.get());
   findings_.Add(&events_);
   events_.Add(&latest_);
+  events_.Add(&tally_);
 }
 
 Agent::~Agent() = default;
@@ -283,27 +304,50 @@ bool Agent::HasHistory(const std::string& source_id) const {
   return stream_states_->has_history(source_id);
 }
 
-int64_t Agent::CheckpointTimeNs() const { return stream_states_->checkpoint_time_ns(); }
+int64_t Agent::CheckpointTimeNs(const std::string& source_id) const {
+  return stream_states_->saved_at_ns(source_id);
+}
 
 std::unique_ptr<ResumableConsumer> Agent::StartFileStream(const std::string& source_id,
                                                           const std::string& path, uint64_t offset,
-                                                          const SavedStream* resumed) {
+                                                          const SavedStream* resumed,
+                                                          const bool* frozen) {
   return std::make_unique<MatchedStream>(
-      StreamOrigin{source_id, ++streams_started_, path}, rules_, &findings_, &scratch_,
-      config_.max_line_bytes, metrics_, metrics_.ForSource(source_id), offset,
-      resumed != nullptr ? &resumed->state : nullptr, &stopping_,
+      StreamOrigin{source_id, ++streams_started_, path}, rules_, &findings_, scratch_.get(),
+      config_.max_line_bytes, metrics_, metrics_.ForSource(source_id), live_streams_, offset,
+      resumed != nullptr ? &resumed->state : nullptr, frozen,
       metrics_.AcquireFile(source_id, path));
+}
+
+void Agent::HandOver(const std::string& source_id, std::vector<SavedStream> streams) {
+  // At the agent's stop the last checkpoint holds the streams; nothing takes their place.
+  if (stopping_) return;
+  stream_states_->HandOver(source_id, std::move(streams));
 }
 
 void Agent::AddFileStreams(const FileStreamSet* set) { file_stream_sets_.push_back(set); }
 
-void Agent::RemoveFileStreams(const FileStreamSet* set) { std::erase(file_stream_sets_, set); }
+void Agent::RemoveFileStreams(const FileStreamSet* set) {
+  // Its bytes lost are counted now: the source that takes its place counts its own from 0.
+  UpdateBytesLost();
+  bytes_lost_reported_.erase(set->source_id());
+  std::erase(file_stream_sets_, set);
+}
 
 void Agent::AddFindingSink(FindingSink* sink) { findings_.Add(sink); }
 
 void Agent::AddSource(SourceBuilder build) { extra_sources_.push_back(std::move(build)); }
 
 bool Agent::Start(std::string* error) {
+  if (!config_.http_admin_token_file.empty()) {
+    Result<AdminToken> token = ReadAdminToken(config_.http_admin_token_file);
+    if (!token.ok()) {
+      *error = FormatErrors(token.errors());
+      return false;
+    }
+    admin_token_ = token.value().token;
+    if (!token.value().warning.empty()) spdlog::warn("{}", token.value().warning);
+  }
   // Caught from here on, queued until Run: a SIGTERM while sources start still stops cleanly.
   if (options_.handle_signals) {
     signals_.add(SIGINT);
@@ -321,34 +365,12 @@ bool Agent::Start(std::string* error) {
   }
 
   // One descriptor budget for every source, from the limit raised as far as it goes.
-  const SourceContext context{
-      .io = io_,
-      .config = config_,
-      .consumers =
-          [this](const std::string& source_id) -> StreamConsumerFactory {
-            const Metrics::SourceCounters counters = metrics_.ForSource(source_id);
-            return [this, counters, source_id](const std::string& name) {
-              return std::make_unique<MatchedStream>(StreamOrigin{source_id, ++streams_started_, name},
-                                                  rules_, &findings_, &scratch_,
-                                                  config_.max_line_bytes, metrics_, counters);
-            };
-          },
-      .descriptors = std::make_shared<DescriptorBudget>(
-          DescriptorBudget::ForLimit(RaiseDescriptorLimit(), config_.max_open_files)),
-      // Sources end only from the loop, after Start has returned: sources_ is complete by then.
-      .ended =
-          [this] {
-            if (++ended_sources_ < sources_.size()) return;
-            asio::post(io_, [this] {
-              spdlog::info("every source has ended, stopping");
-              Stop();
-            });
-          },
-      .file_streams = store_ != nullptr ? this : nullptr,
-  };
-  if (options_.config_sources) sources_ = BuildSources(context);
-  for (const SourceBuilder& build : extra_sources_) sources_.push_back(build(context));
-  for (auto& source : sources_) source->Start();
+  descriptors_ = std::make_shared<DescriptorBudget>(
+      DescriptorBudget::ForLimit(RaiseDescriptorLimit(), config_.max_open_files));
+  if (options_.config_sources) sources_.Apply(config_);
+  const SourceContext context = ContextFor(config_);
+  for (const SourceBuilder& build : extra_sources_) extra_running_.push_back(build(context));
+  for (auto& source : extra_running_) source->Start();
   sources_started_ = true;
   if (store_ != nullptr) {
     // At once, not an interval later: where each file starts is durable before a line of it is
@@ -356,7 +378,37 @@ bool Agent::Start(std::string* error) {
     Checkpoint();
     ArmCheckpointTimer();
   }
+  // Reload re-reads the config's sources; an agent without them has nothing to reload.
+  if (options_.config_sources) StartReloads();
   return true;
+}
+
+SourceContext Agent::ContextFor(const Config& section) {
+  return SourceContext{
+      .io = io_,
+      .config = section,
+      .consumers =
+          [this](const std::string& source_id) -> StreamConsumerFactory {
+            const Metrics::SourceCounters counters = metrics_.ForSource(source_id);
+            return [this, counters, source_id](const std::string& name) {
+              return std::make_unique<MatchedStream>(StreamOrigin{source_id, ++streams_started_, name},
+                                                  rules_, &findings_, scratch_.get(),
+                                                  config_.max_line_bytes, metrics_, counters,
+                                                  live_streams_);
+            };
+          },
+      .descriptors = descriptors_,
+      // Sources end only from the loop, after Start has returned: the sources are all there.
+      .ended =
+          [this] {
+            if (++ended_sources_ < sources_.size() + extra_running_.size()) return;
+            asio::post(io_, [this] {
+              spdlog::info("every source has ended, stopping");
+              Stop();
+            });
+          },
+      .file_streams = store_ != nullptr ? this : nullptr,
+  };
 }
 
 // Every HTTP route of the agent, registered in one place. Routes that let log text or control
@@ -364,7 +416,7 @@ bool Agent::Start(std::string* error) {
 void Agent::AddRoutes() {
   http_.AddRoute(
       {.path = "/metrics", .handler = [this](const HttpRequest&) {
-         metrics_.CountMatchErrors(scratch_.errors());
+         metrics_.CountMatchErrors(MatchErrorTotals());
          UpdateBytesLost();
          std::vector<Metrics::FileSample> files;
          for (const FileStreamSet* set : file_stream_sets_) set->CollectFiles(files);
@@ -380,15 +432,23 @@ void Agent::AddRoutes() {
   http_.AddRoute({.path = "/api/v1/findings", .admin = true, .handler = [this](const HttpRequest&) {
                     return HttpResponse{200, "application/json", LatestFindingsJson(latest_)};
                   }});
+  // The status page and its JSON show log lines, so they are admin routes like the findings.
+  http_.AddRoute({.path = "/", .admin = true, .handler = [this](const HttpRequest&) {
+                    return HttpResponse{200, "text/html; charset=utf-8",
+                                        RenderStatusHtml(Status()), StatusPageHeaders()};
+                  }});
+  http_.AddRoute({.path = "/api/v1/status", .admin = true, .handler = [this](const HttpRequest&) {
+                    return HttpResponse{200, "application/json", StatusJson(Status())};
+                  }});
   http_.AddRoute({.path = "/readyz", .handler = [this](const HttpRequest&) {
                     const std::string reason = NotReadyReason();
                     if (!reason.empty()) {
                       return HttpResponse{503, "text/plain; charset=utf-8", reason + "\n"};
                     }
+                    const size_t sources = sources_.size() + extra_running_.size();
                     return HttpResponse{200, "text/plain; charset=utf-8",
                                         "ready: " + std::to_string(rules_->rules().size()) +
-                                            " rules, " + std::to_string(sources_.size()) +
-                                            " source(s)\n"};
+                                            " rules, " + std::to_string(sources) + " source(s)\n"};
                   }});
 }
 
@@ -396,7 +456,12 @@ void Agent::WaitForSignal() {
   signals_.async_wait([this](const boost::system::error_code& ec, int signal) {
     if (ec) return;
     if (signal == SIGHUP) {
-      spdlog::warn("received SIGHUP: reload is not supported yet (issue 11); still running");
+      if (reloads_ != nullptr) {
+        spdlog::info("received SIGHUP: reloading {}", config_.file);
+        reloads_->Request("SIGHUP");
+      } else {
+        spdlog::warn("received SIGHUP: this agent has no config sources to reload; still running");
+      }
       WaitForSignal();
       return;
     }
@@ -430,6 +495,8 @@ void Agent::Stop() {
   boost::system::error_code ignored;
   signals_.cancel(ignored);
   checkpoint_timer_.cancel();
+  if (reloads_ != nullptr) reloads_->Stop();
+  if (config_watcher_ != nullptr) config_watcher_->Stop();
   // File streams are saved as they stand and then read nothing more, so a partial line or a hit
   // waiting for context is read again after the restart instead of being settled early now.
   if (store_ != nullptr && sources_started_) {
@@ -437,7 +504,8 @@ void Agent::Stop() {
     stream_states_->Freeze();
   }
   stopping_ = true;
-  for (auto& source : sources_) source->Stop();
+  sources_.Stop();
+  for (auto& source : extra_running_) source->Stop();
   // What the other streams settled as they ended (a last partial line of a socket) is counted.
   if (store_ != nullptr && sources_started_) Checkpoint();
   http_.Stop();

@@ -1,8 +1,9 @@
 // Agent: the daemon behind `faultline run`. It wires the stages of DESIGN.md together on one
 // Asio event loop: file tailers -> framing and matching (one StreamPipeline per file) -> the
 // finding fan-out (metrics first; the lifecycle tracker and alert policy are added to the same
-// fan-out; owned events feed the latest hit per signature) and the HTTP listener that serves
-// /metrics, /healthz, /readyz and /api/v1/findings.
+// fan-out; owned events feed the latest hit per signature and the per-signature tally) and the
+// HTTP listener that serves /metrics, /healthz, /readyz, /api/v1/findings, the status page `/`
+// and /api/v1/status (agent_status.cc builds what the last two show).
 //
 // State (state.dir, agent/state/state_store.h): Start opens the store before anything is read,
 // restores the counters and hands the saved file positions to the file sources; a checkpoint is
@@ -11,20 +12,28 @@
 // after the restart, not settled now). A second agent on the same state.dir, or a state file from
 // a newer faultline, fails Start; a store that cannot be written never stops ingestion:
 // faultline_checkpoint_errors_total rises, /readyz says why, and the next checkpoint tries again.
+// A file source that a reload restarts hands its streams over as they stand (file_streams.h), so
+// the new one resumes them like a restart would: a reload neither loses nor counts twice.
 //
 // Everything runs on the one thread that calls Run(); Stop() may be called from a signal handler
-// installed on the same loop (Start installs one for SIGINT and SIGTERM; SIGHUP is logged and
-// ignored until reload exists, so that a stray `kill -HUP` or a closed terminal never stops the
-// agent). When every source has ended (stdin closed; sources that follow files never end), the
-// agent stops by itself. Start fails, with the reason, only at load time (the listener cannot
-// bind). Owns everything it creates; the RuleSet is shared.
+// installed on the same loop (Start installs one for SIGINT and SIGTERM, and SIGHUP reloads).
+// Reload (SIGHUP, POST /-/reload, reload.watch) loads and compiles on the ReloadCoordinator's
+// worker and is applied on the loop by ApplyReload (agent_reload.cc says what changes and what
+// stays); an agent without config sources (`faultline watch`) does not reload. When every source
+// has ended (stdin closed; sources that follow files never end), the agent stops by itself.
+// Start fails, with the reason, only at load time (the listener cannot bind, the admin token file
+// cannot be read). Owns everything it creates; the RuleSet is shared.
 #ifndef FAULTLINE_APP_AGENT_H_
 #define FAULTLINE_APP_AGENT_H_
 
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "agent/app/file_streams.h"
@@ -33,9 +42,15 @@
 #include "agent/core/asio.h"
 #include "agent/http/http_server.h"
 #include "agent/match/rule_set.h"
+#include "agent/app/config_watcher.h"
+#include "agent/app/reload_coordinator.h"
+#include "agent/app/source_set.h"
+#include "agent/app/sources.h"
+#include "agent/app/status_report.h"
 #include "agent/sink/finding_events.h"
 #include "agent/sink/metrics.h"
 #include "agent/sink/signature_labels.h"
+#include "agent/sink/signature_tally.h"
 #include "agent/state/counter_states.h"
 #include "agent/state/state_store.h"
 #include "agent/state/stream_states.h"
@@ -87,10 +102,12 @@ class Agent : private FileStreamHost {
   // FileStreamHost
   const std::vector<SavedStream>& Saved(const std::string& source_id) const override;
   bool HasHistory(const std::string& source_id) const override;
-  int64_t CheckpointTimeNs() const override;
+  int64_t CheckpointTimeNs(const std::string& source_id) const override;
+  void HandOver(const std::string& source_id, std::vector<SavedStream> streams) override;
   std::unique_ptr<ResumableConsumer> StartFileStream(const std::string& source_id,
                                                      const std::string& path, uint64_t offset,
-                                                     const SavedStream* resumed) override;
+                                                     const SavedStream* resumed,
+                                                     const bool* frozen) override;
   void AddFileStreams(const FileStreamSet* set) override;
   void RemoveFileStreams(const FileStreamSet* set) override;
 
@@ -98,9 +115,23 @@ class Agent : private FileStreamHost {
   void WaitForSignal();
   // Why the agent is not ready to do its job; empty when it is (/readyz).
   std::string NotReadyReason() const;
+  // What the status page and /api/v1/status show now (agent_status.cc).
+  StatusReport Status();
+  // The SourceContext of a source built from `section` (source_set.h).
+  SourceContext ContextFor(const Config& section);
+  // Reload (agent_reload.cc): the coordinator, the route and the watcher; applying a new config
+  // on the loop; recording what became of a reload.
+  void StartReloads();
+  void AddReloadRoute();
+  std::vector<std::string> ApplyReload(LoadedConfig next, std::string* summary);
+  // Every live stream goes on with `rules` (StreamPipeline::Rebind).
+  void RebindStreams(const std::shared_ptr<const RuleSet>& rules, MatchScratch* scratch);
+  void OnReloadResult(const ReloadResult& result);
+  // Engine errors of every scratch the agent used, the one in use and those reloads retired.
+  MatchErrors MatchErrorTotals() const;
 
-  const Config config_;
-  const std::shared_ptr<const RuleSet> rules_;
+  Config config_;  // the running config: replaced by a reload
+  std::shared_ptr<const RuleSet> rules_;
   const AgentOptions options_;
   std::vector<SourceBuilder> extra_sources_;
   asio::io_context io_;
@@ -111,14 +142,16 @@ class Agent : private FileStreamHost {
   FindingFanout findings_;
   FindingEventBuilder events_;
   LatestFindings latest_;
+  SignatureTally tally_;
+  const std::chrono::system_clock::time_point started_at_ = std::chrono::system_clock::now();
+  std::chrono::system_clock::time_point rules_loaded_at_ = started_at_;
   uint64_t streams_started_ = 0;
   bool sources_started_ = false;
-  MatchScratch scratch_;
+  std::unique_ptr<MatchScratch> scratch_;
+  MatchErrors retired_match_errors_;
   HttpServer http_;
-  std::vector<std::unique_ptr<Source>> sources_;
-  size_t ended_sources_ = 0;
-  bool stopped_ = false;
-
+  std::shared_ptr<DescriptorBudget> descriptors_;
+  std::string admin_token_;
   // The state store and its participants (a participant must outlive the store); null when
   // options_.keep_state is false.
   std::unique_ptr<CounterStates> counter_states_;
@@ -128,7 +161,18 @@ class Agent : private FileStreamHost {
   std::map<std::string, uint64_t> bytes_lost_reported_;  // by source
   asio::steady_timer checkpoint_timer_;
   std::string checkpoint_error_;  // why the last checkpoint failed; empty when it did not
-  bool stopping_ = false;         // file streams are saved as they are; they read no more
+  bool stopping_ = false;         // the agent is stopping: no more checkpoints on the timer
+  // Every stream's pipeline, for a reload to rebind (declared before the sources that own them).
+  std::unordered_set<MatchedStream*> live_streams_;
+  SourceSet sources_;  // the config's sources, by id
+  std::vector<std::unique_ptr<Source>> extra_running_;  // from extra_sources_, never reloaded
+  size_t ended_sources_ = 0;
+  bool stopped_ = false;
+  std::unique_ptr<ReloadCoordinator> reloads_;
+  std::unique_ptr<ConfigWatcher> config_watcher_;
+  std::optional<ReloadResult> last_reload_;
+  uint64_t reloads_ok_ = 0;
+  uint64_t reloads_failed_ = 0;
 };
 
 }  // namespace faultline

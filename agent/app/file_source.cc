@@ -27,9 +27,19 @@ class FileSource : public Source, public FileResume, public FileStreamSet {
     tailer_.Start();
   }
   void Stop() override {
+    if (host_ != nullptr) {
+      // Saved streams no file has claimed yet stay saved; the host's are replaced now.
+      std::vector<SavedStream> streams;
+      for (const auto& [key, saved] : saved_) streams.push_back(*saved);
+      saved_.clear();
+      CollectStreams(streams);
+      host_->HandOver(id_, std::move(streams));
+      frozen_ = true;
+    }
     tailer_.Stop();
     if (host_ != nullptr) host_->RemoveFileStreams(this);
   }
+  SourceStatus Status() const override { return tailer_.Status(); }
 
   // FileResume
   std::vector<FileMark> Unclaimed() const override {
@@ -38,7 +48,7 @@ class FileSource : public Source, public FileResume, public FileStreamSet {
     return marks;
   }
   bool has_history() const override { return host_->HasHistory(id_); }
-  int64_t checkpoint_time_ns() const override { return host_->CheckpointTimeNs(); }
+  int64_t checkpoint_time_ns() const override { return host_->CheckpointTimeNs(id_); }
   std::unique_ptr<StreamConsumer> Start(const std::string& path, uint64_t offset,
                                         const FileMark* resumed) override {
     const SavedStream* saved = nullptr;
@@ -49,7 +59,7 @@ class FileSource : public Source, public FileResume, public FileStreamSet {
         saved_.erase(it);
       }
     }
-    return host_->StartFileStream(id_, path, offset, saved);
+    return host_->StartFileStream(id_, path, offset, saved, &frozen_);
   }
   void Forget(const FileMark& mark) override { saved_.erase(Key{mark.device, mark.inode}); }
 
@@ -85,6 +95,7 @@ class FileSource : public Source, public FileResume, public FileStreamSet {
   const std::string id_;
   FileStreamHost* const host_;
   std::map<Key, const SavedStream*> saved_;  // not claimed yet; owned by the host
+  bool frozen_ = false;                      // handed over at Stop: the streams count no more
   FileTailer tailer_;
 };
 

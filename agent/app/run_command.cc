@@ -15,8 +15,9 @@ namespace {
 constexpr char kRunUsage[] = R"(Usage: faultline run -c CONFIG
 
 Watches the log files named in CONFIG as they are written, recognises known failures with the
-rule pack, and serves Prometheus metrics (/metrics) and a health check (/healthz). Stops cleanly
-on SIGINT or SIGTERM.
+rule pack, and serves Prometheus metrics (/metrics), a health check (/healthz) and a status page
+(/). SIGHUP reloads CONFIG and its rules (an invalid one is rejected and the running one kept);
+SIGINT or SIGTERM stop it cleanly.
 
 Options:
   -c, --config FILE   the agent's config (see config/faultline.yaml)

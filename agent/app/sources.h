@@ -19,6 +19,7 @@
 #include "agent/config/config.h"
 #include "agent/core/asio.h"
 #include "agent/source/descriptor_budget.h"
+#include "agent/source/source_status.h"
 #include "agent/source/stream_consumer.h"
 
 namespace faultline {
@@ -31,6 +32,8 @@ class Source {
   virtual void Start() = 0;
   // Ends every stream (each consumer gets OnEnd) and releases what the source holds.
   virtual void Stop() = 0;
+  // What the status page shows of the source: its streams, their lag, its problems.
+  virtual SourceStatus Status() const { return {}; }
 };
 
 // What a source needs of the agent.

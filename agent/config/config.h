@@ -39,6 +39,8 @@ struct FileSourceConfig {
   int rescan_interval_ms = 30000;    // full walk of the globs, a net for missed inotify events
   int rotate_wait_ms = 60000;        // a rotated-away file is read until quiet this long
   int partial_flush_ms = 0;          // a partial last line quiet this long is matched; 0: never
+
+  bool operator==(const FileSourceConfig&) const = default;  // a reload restarts a changed one
 };
 
 // The state store (agent/state/state_store.h): offsets and counts that survive a restart.
@@ -47,10 +49,20 @@ struct StateConfig {
   int checkpoint_interval_ms = 1000;  // at most this long between checkpoints
 };
 
+// How a running agent takes a new config and rule pack (SIGHUP, POST /-/reload, file changes).
+struct ReloadConfig {
+  bool watch = false;  // reload when the config file or a rule file changes (inotify)
+  // A load and compile that takes longer is rejected; the old config keeps running.
+  int timeout_ms = 20000;
+  // Heap the new config and rules may hold once compiled; more is rejected.
+  std::size_t max_memory_bytes = std::size_t{1} << 30;
+};
+
 // `type: stdin`: the agent's standard input, read as one stream that ends when stdin closes (at
 // most one such source). When every source of the agent has ended, the agent stops (exit 0).
 struct StdinSourceConfig {
   std::string id;
+  bool operator==(const StdinSourceConfig&) const = default;
 };
 
 // `type: fifo`: a named pipe, created (mode 0600) when the path does not exist; writers may close
@@ -58,6 +70,7 @@ struct StdinSourceConfig {
 struct FifoSourceConfig {
   std::string id;
   std::string path;  // absolute
+  bool operator==(const FifoSourceConfig&) const = default;
 };
 
 struct Config {
@@ -71,6 +84,11 @@ struct Config {
   std::string http_address = "127.0.0.1";
   uint16_t http_port = 9464;
   bool http_listen_set = false;  // the file set http.listen (`watch -c` serves metrics only then)
+  // A file holding the bearer token of the admin routes that change state (POST /-/reload);
+  // empty: those routes are refused. Absolute.
+  std::string http_admin_token_file;
+
+  ReloadConfig reload;
 
   std::string log_level = "info";  // trace | debug | info | warn | error
 

@@ -45,6 +45,12 @@ constexpr int64_t kMaxIntMs = INT32_MAX;
 // an hour apart, a crash would replay an hour of logs.
 constexpr int64_t kMinCheckpointIntervalMs = 10;
 constexpr int64_t kMaxCheckpointIntervalMs = 3600 * 1000;
+// A reload compiles a rule pack: a second covers a big pack on a slow machine, ten minutes is a
+// hang. Memory from 16 MiB (a small pack) to 64 GiB.
+constexpr int64_t kMinReloadTimeoutMs = 1000;
+constexpr int64_t kMaxReloadTimeoutMs = 600000;
+constexpr int64_t kMinReloadMemoryBytes = int64_t{16} << 20;
+constexpr int64_t kMaxReloadMemoryBytes = int64_t{64} << 30;
 
 // One `key: value` of a YAML map, with the nodes kept for their line numbers.
 struct Field {
@@ -167,7 +173,8 @@ class ConfigParser {
       return;
     }
     const std::vector<Field> fields =
-        Fields(root, "", {"rules", "framing", "http", "log", "limits", "state", "sources"});
+        Fields(root, "", {"rules", "framing", "http", "log", "limits", "state", "reload",
+                          "sources"});
     for (const Field& f : fields) {
       if (f.name == "rules") ParseRules(f, config);
       if (f.name == "framing") ParseFraming(f, config);
@@ -175,6 +182,7 @@ class ConfigParser {
       if (f.name == "log") ParseLog(f, config);
       if (f.name == "limits") ParseLimits(f, config);
       if (f.name == "state") ParseState(f, config);
+      if (f.name == "reload") ParseReload(f, config);
       if (f.name == "sources") ParseSources(f, config);
     }
   }
@@ -332,10 +340,18 @@ class ConfigParser {
 
   void ParseHttp(const Field& section, Config* config) {
     const std::string path = "http";
-    for (const Field& f : Fields(section.value, path, {"listen"})) {
+    for (const Field& f : Fields(section.value, path, {"listen", "admin_token_file"})) {
       const std::string key = Join(path, f.name);
       std::optional<std::string> text = Scalar(f, key);
       if (!text) continue;
+      if (f.name == "admin_token_file") {
+        if (text->empty()) {
+          AddError(LineOf(f.key), key, "expected a file name");
+        } else {
+          config->http_admin_token_file = Resolve(*text);
+        }
+        continue;
+      }
       std::string why;
       if (!ParseListen(*text, &config->http_address, &config->http_port, &why)) {
         AddError(LineOf(f.key), key, "'" + *text + "': " + why);
@@ -385,6 +401,25 @@ class ConfigParser {
       } else if (f.name == "checkpoint_interval_ms") {
         if (auto v = Integer(f, key, kMinCheckpointIntervalMs, kMaxCheckpointIntervalMs)) {
           config->state.checkpoint_interval_ms = static_cast<int>(*v);
+        }
+      }
+    }
+  }
+
+  void ParseReload(const Field& section, Config* config) {
+    const std::string path = "reload";
+    for (const Field& f :
+         Fields(section.value, path, {"watch", "timeout_ms", "max_memory_bytes"})) {
+      const std::string key = Join(path, f.name);
+      if (f.name == "watch") {
+        if (auto v = Choice(f, key, {"true", "false"})) config->reload.watch = *v == "true";
+      } else if (f.name == "timeout_ms") {
+        if (auto v = Integer(f, key, kMinReloadTimeoutMs, kMaxReloadTimeoutMs)) {
+          config->reload.timeout_ms = static_cast<int>(*v);
+        }
+      } else if (f.name == "max_memory_bytes") {
+        if (auto v = Integer(f, key, kMinReloadMemoryBytes, kMaxReloadMemoryBytes)) {
+          config->reload.max_memory_bytes = static_cast<std::size_t>(*v);
         }
       }
     }

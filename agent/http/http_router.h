@@ -30,6 +30,13 @@ namespace faultline {
 
 // Produces the response to one request of its route. Runs on the loop thread; must not throw.
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
+// For a route whose answer takes work off the loop (a reload): the handler starts the work and
+// returns; the responder is called later, once, on the loop thread, with the response. It keeps
+// the connection alive until it is called or destroyed; calling it after the connection was
+// closed does nothing. The route's owner must call it (or drop it) in bounded time: the
+// connection waits for it without a deadline of its own.
+using HttpResponder = std::function<void(HttpResponse)>;
+using HttpDeferredHandler = std::function<void(const HttpRequest&, HttpResponder)>;
 
 struct HttpRoute {
   std::string path;  // exact, e.g. "/metrics"
@@ -40,6 +47,8 @@ struct HttpRoute {
   // (Members default to {} so routes can be written with designated initializers.)
   std::string bearer_token = {};
   HttpHandler handler = {};
+  // Set instead of `handler` for a route that answers later (see HttpDeferredHandler).
+  HttpDeferredHandler deferred_handler = {};
 };
 
 // Where a connection arrived, for the Host check of admin routes.

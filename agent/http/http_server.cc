@@ -1,6 +1,7 @@
 #include "agent/http/http_server.h"
 
 #include <array>
+#include <exception>
 #include <map>
 #include <unordered_set>
 #include <utility>
@@ -142,6 +143,33 @@ class HttpServer::Connection : public std::enable_shared_from_this<HttpServer::C
           Close();
         }
         return;
+      case Next::kDefer:
+        Defer();
+        return;
+    }
+  }
+
+  // The route answers later; until then nothing is read (a pipelined request waits its turn).
+  void Defer() {
+    phase_ = Phase::kAnswer;
+    const HttpRoute& route = session_.deferred_route();
+    // The responder owns the connection until it answers: nothing else is in flight for it.
+    HttpResponder respond = [self = shared_from_this()](HttpResponse response) {
+      if (self->closed_ || self->delivered_) return;
+      self->delivered_ = true;
+      self->Do(self->session_.Deliver(std::move(response)));
+    };
+    delivered_ = false;
+    try {
+      route.deferred_handler(session_.deferred_request(), std::move(respond));
+    } catch (const std::exception& e) {
+      // Handlers must not throw; as for a plain handler, one failed request beats a dead agent.
+      if (!delivered_) {
+        delivered_ = true;
+        Do(session_.Deliver(
+            HttpResponse{500, "text/plain; charset=utf-8",
+                         std::string("internal error: ") + e.what() + "\n"}));
+      }
     }
   }
 
@@ -238,6 +266,7 @@ class HttpServer::Connection : public std::enable_shared_from_this<HttpServer::C
 
   const std::shared_ptr<Impl> server_;
   const asio::ip::address peer_;
+  bool delivered_ = false;  // the deferred handler of the current request has answered
   beast::tcp_stream stream_;
   HttpSession session_;
   Clock::time_point deadline_;

@@ -68,8 +68,16 @@ HttpSession::Next HttpSession::OnWritten() {
   return Parse();
 }
 
+HttpSession::Next HttpSession::Deliver(HttpResponse response) {
+  deferred_ = false;
+  SetResponse(std::move(response), deferred_keep_alive_, false);
+  parser_.reset();
+  route_.reset();
+  return Next::kWrite;
+}
+
 HttpSession::Phase HttpSession::phase() const {
-  if (answering_) return Phase::kAnswer;
+  if (answering_ || deferred_) return Phase::kAnswer;
   if (!parser_.has_value() || !parser_->got_some()) {
     return buffer_.size() == 0 ? Phase::kIdle : Phase::kHeader;
   }
@@ -154,6 +162,11 @@ HttpSession::Next HttpSession::Admit() {
 
 HttpSession::Next HttpSession::Complete() {
   request_.body = std::move(parser_->get().body());
+  if (route_->deferred_handler) {
+    deferred_ = true;
+    deferred_keep_alive_ = parser_->keep_alive();
+    return Next::kDefer;
+  }
   SetResponse(HttpRouter::Respond(*route_, request_), parser_->keep_alive(), false);
   parser_.reset();
   route_.reset();

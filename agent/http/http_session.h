@@ -54,6 +54,7 @@ class HttpSession {
     kWrite,     // write response(), then call OnWritten()
     kContinue,  // write kContinueResponse, then read more (the client waits for it to send a body)
     kClose,     // close the connection (after draining input, if drain_after_write())
+    kDefer,     // call deferred_route()'s deferred_handler, then Deliver() its response
   };
 
   static constexpr std::string_view kContinueResponse = "HTTP/1.1 100 Continue\r\n\r\n";
@@ -66,6 +67,11 @@ class HttpSession {
   Next OnRead(std::size_t n);
   // The response was written: go on with the next request (already buffered ones first).
   Next OnWritten();
+  // After kDefer: the route whose deferred handler answers the request, and the request.
+  const HttpRoute& deferred_route() const { return *route_; }
+  const HttpRequest& deferred_request() const { return request_; }
+  // The deferred handler's response. REQUIRES: the last Next was kDefer. Returns kWrite.
+  Next Deliver(HttpResponse response);
 
   Phase phase() const;
   // The response to write; valid after kWrite until OnWritten.
@@ -98,6 +104,8 @@ class HttpSession {
   std::shared_ptr<const HttpRoute> route_;  // the admitted route while the body is read
   Response response_;
   bool answering_ = false;  // response_ is ready and not yet written
+  bool deferred_ = false;   // a deferred handler owes the response
+  bool deferred_keep_alive_ = false;
   bool close_ = false;
   bool drain_ = false;
 };

@@ -1,6 +1,10 @@
 #include "agent/match/stream_matcher.h"
 
 #include <algorithm>
+#include <map>
+#include <utility>
+#include <string_view>
+#include <unordered_map>
 
 namespace faultline {
 namespace {
@@ -23,6 +27,86 @@ StreamMatcher::StreamMatcher(std::shared_ptr<const RuleSet> rules, FindingSink* 
       last_triggered_(rules_->rules().size(), 0),
       sequences_(rules_->sequences().size()),
       sequence_masks_(rules_->sequences().size(), 0) {}
+
+void StreamMatcher::Rebind(std::shared_ptr<const RuleSet> rules) {
+  const RuleSet& old_set = *rules_;
+  const RuleSet& new_set = *rules;
+  std::unordered_map<std::string_view, uint32_t> new_rule;
+  for (uint32_t r = 0; r < new_set.rules().size(); ++r) {
+    new_rule.emplace(new_set.rules()[r].id, r);
+  }
+  std::unordered_map<std::string_view, uint32_t> new_pattern;
+  for (uint32_t p = 0; p < new_set.patterns().size(); ++p) {
+    new_pattern.emplace(new_set.patterns().regex(p).pattern(), p);
+  }
+
+  // Hits of rules that are gone are decided now, by the rules that raised them.
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    if (new_rule.count(old_set.rules()[it->rule].id) != 0) {
+      ++it;
+      continue;
+    }
+    Settle(*it);
+    it = pending_.erase(it);
+  }
+  for (Pending& p : pending_) {
+    const Rule& old_rule = old_set.rules()[p.rule];
+    p.rule = new_rule.at(old_rule.id);
+    const Rule& rule = new_set.rules()[p.rule];
+    // Label values line up with the rule's labels; a rule whose labels changed gets unknowns.
+    bool same_labels = old_rule.labels.size() == rule.labels.size();
+    for (size_t i = 0; same_labels && i < rule.labels.size(); ++i) {
+      same_labels = old_rule.labels[i].name == rule.labels[i].name;
+    }
+    if (!same_labels) p.labels.assign(rule.labels.size(), std::string());
+  }
+
+  std::vector<uint64_t> last_seen(new_set.patterns().size(), 0);
+  for (uint32_t p = 0; p < old_set.patterns().size(); ++p) {
+    const auto it = new_pattern.find(old_set.patterns().regex(p).pattern());
+    if (it != new_pattern.end()) {
+      last_seen[it->second] = std::max(last_seen[it->second], last_seen_[p]);
+    }
+  }
+  std::vector<uint64_t> last_triggered(new_set.rules().size(), 0);
+  for (uint32_t r = 0; r < old_set.rules().size(); ++r) {
+    const auto it = new_rule.find(old_set.rules()[r].id);
+    if (it != new_rule.end()) last_triggered[it->second] = last_triggered_[r];
+  }
+
+  // A sequence is the k-th of its rule; progress carries over when the steps are the same.
+  std::vector<SequenceProgress> sequences(new_set.sequences().size());
+  std::map<std::pair<std::string_view, uint32_t>, uint32_t> in_progress;  // (rule id, k) -> old
+  std::vector<uint32_t> per_rule(old_set.rules().size(), 0);
+  for (uint32_t o = 0; o < old_set.sequences().size(); ++o) {
+    const uint32_t rule = old_set.sequences()[o].rule;
+    const uint32_t k = per_rule[rule]++;
+    if (sequences_[o].next_step > 0) {
+      in_progress.emplace(std::pair{std::string_view(old_set.rules()[rule].id), k}, o);
+    }
+  }
+  if (!in_progress.empty()) {
+    per_rule.assign(new_set.rules().size(), 0);
+    for (uint32_t q = 0; q < new_set.sequences().size(); ++q) {
+      const uint32_t rule = new_set.sequences()[q].rule;
+      const uint32_t k = per_rule[rule]++;
+      const Rule& new_rule_spec = new_set.rules()[rule];
+      const auto it = in_progress.find({std::string_view(new_rule_spec.id), k});
+      if (it == in_progress.end()) continue;
+      const Rule& old_rule_spec = old_set.rules()[old_set.sequences()[it->second].rule];
+      if (old_rule_spec.sequences[k].steps == new_rule_spec.sequences[k].steps) {
+        sequences[q] = std::move(sequences_[it->second]);
+      }
+    }
+  }
+
+  rules_ = std::move(rules);
+  last_seen_ = std::move(last_seen);
+  last_triggered_ = std::move(last_triggered);
+  sequences_ = std::move(sequences);
+  sequence_masks_.assign(new_set.sequences().size(), 0);
+  touched_sequences_.clear();
+}
 
 void StreamMatcher::Process(const LineBatch& batch, MatchScratch& scratch) {
   rules_->patterns().Match(batch, scratch, hits_);

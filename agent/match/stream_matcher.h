@@ -65,6 +65,14 @@ class StreamMatcher {
   // End of input: settles every pending hit and forgets sequences in progress.
   void Finish();
 
+  // Goes on with `rules` (a reloaded rule set) from the next line, keeping what the stream knows
+  // by rule id and pattern text: pending hits of rules that still exist stay pending (and are
+  // decided by the new rule's context), a sequence in progress survives when its rule still has
+  // that sequence with the same steps, and the context seen before a hit is kept for patterns
+  // both sets have. Pending hits of rules that are gone are settled first, with the old rules,
+  // so the sink sees them before it is rebound. Never throws.
+  void Rebind(std::shared_ptr<const RuleSet> rules);
+
   bool has_pending() const { return !pending_.empty(); }
   uint64_t lines_seen() const { return lines_seen_; }
   // A stream resumed from a checkpoint numbers its lines on from `lines_before`.
@@ -144,7 +152,7 @@ class StreamMatcher {
   // Keeps the last lines of `batch` for the context of hits early in the next batch.
   void RememberTail(const LineBatch& batch);
 
-  const std::shared_ptr<const RuleSet> rules_;
+  std::shared_ptr<const RuleSet> rules_;
   FindingSink* const sink_;
   const StreamOrigin* const origin_;
 

@@ -40,6 +40,12 @@ StreamState StreamPipeline::State() const {
   return state;
 }
 
+void StreamPipeline::Rebind(std::shared_ptr<const RuleSet> rules, MatchScratch* scratch) {
+  Drain();
+  matcher_.Rebind(std::move(rules));
+  scratch_ = scratch;
+}
+
 void StreamPipeline::Feed(std::string_view bytes) {
   // Feed in slices so a batch never grows far past kBatchBytes, whatever the read size.
   while (!bytes.empty()) {

@@ -51,6 +51,11 @@ class StreamPipeline {
   void FlushPartial();
   bool has_partial() const { return framer_.has_partial(); }
 
+  // Goes on with a reloaded rule set and its scratch from the next byte (StreamMatcher::Rebind
+  // says what is kept); the framer, with its partial line and offsets, is untouched. Lines framed
+  // but not yet matched are matched with the old rules first.
+  void Rebind(std::shared_ptr<const RuleSet> rules, MatchScratch* scratch);
+
   // The stream's positions now (stream_state.h); source id and name from the origin.
   StreamState State() const;
 
@@ -64,7 +69,7 @@ class StreamPipeline {
   LineFramer framer_;
   LineBatch batch_;
   StreamMatcher matcher_;
-  MatchScratch* const scratch_;
+  MatchScratch* scratch_;
   const StreamOrigin* const origin_;
 };
 

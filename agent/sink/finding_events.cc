@@ -73,4 +73,9 @@ void LatestFindings::OnEvent(const FindingEvent& event) {
   by_signature_[event.signature] = events_.begin();
 }
 
+const FindingEvent* LatestFindings::Find(const std::string& signature) const {
+  const auto it = by_signature_.find(signature);
+  return it == by_signature_.end() ? nullptr : &*it->second;
+}
+
 }  // namespace faultline

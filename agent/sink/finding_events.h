@@ -59,6 +59,8 @@ class LatestFindings : public FindingEventSink {
   void OnEvent(const FindingEvent& event) override;
 
   const std::list<FindingEvent>& events() const { return events_; }
+  // The latest event of `signature`, or null.
+  const FindingEvent* Find(const std::string& signature) const;
   uint64_t forgotten() const { return forgotten_; }
 
  private:

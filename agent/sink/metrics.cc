@@ -129,6 +129,26 @@ void Metrics::RegisterFamilies() {
                        .Help("Rules in the running rule pack.")
                        .Register(*registry_)
                        .Add({});
+  prometheus::Family<prometheus::Counter>& reloads =
+      prometheus::BuildCounter()
+          .Name("faultline_config_reloads_total")
+          .Help("Config reloads (SIGHUP, POST /-/reload, file changes), applied or rejected.")
+          .Register(*registry_);
+  reloads_ok_ = &reloads.Add({{"result", "success"}});
+  reloads_failed_ = &reloads.Add({{"result", "failure"}});
+  last_reload_ok_ = &prometheus::BuildGauge()
+                         .Name("faultline_config_last_reload_successful")
+                         .Help("1 when the last reload was applied (or none was tried), 0 when "
+                               "it was rejected and an older config runs.")
+                         .Register(*registry_)
+                         .Add({});
+  last_reload_ok_->Set(1);
+  last_reload_success_ =
+      &prometheus::BuildGauge()
+           .Name("faultline_config_last_reload_success_timestamp_seconds")
+           .Help("When the running config was loaded: the start, or the last applied reload.")
+           .Register(*registry_)
+           .Add({});
   prometheus::BuildGauge()
       .Name("faultline_build_info")
       .Help("Always 1; the version label says which faultline is running.")
@@ -378,6 +398,16 @@ void Metrics::CountMatchErrors(const MatchErrors& totals) {
     const double value = static_cast<double>(total);
     if (value > counter->Value()) counter->Increment(value - counter->Value());
   }
+}
+
+void Metrics::CountReload(bool ok, std::chrono::system_clock::time_point at) {
+  (ok ? reloads_ok_ : reloads_failed_)->Increment();
+  last_reload_ok_->Set(ok ? 1 : 0);
+  if (ok) SetLoadedAt(at);
+}
+
+void Metrics::SetLoadedAt(std::chrono::system_clock::time_point at) {
+  last_reload_success_->Set(std::chrono::duration<double>(at.time_since_epoch()).count());
 }
 
 std::string Metrics::Serialize() const {

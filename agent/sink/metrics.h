@@ -25,6 +25,7 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -132,6 +133,11 @@ class Metrics {
   // smaller total changes nothing.
   void CountMatchErrors(const MatchErrors& totals);
 
+  // A config reload was applied (`ok`) or rejected at `at`. The agent's start counts as the first
+  // successful load for the timestamp, as in Prometheus, and not in the total.
+  void CountReload(bool ok, std::chrono::system_clock::time_point at);
+  void SetLoadedAt(std::chrono::system_clock::time_point at);
+
   // The Prometheus text exposition format (version 0.0.4) of every family.
   std::string Serialize() const;
 
@@ -167,6 +173,10 @@ class Metrics {
   prometheus::Counter* vectorscan_errors_;
   prometheus::Counter* re2_set_errors_;
   prometheus::Gauge* rules_loaded_;
+  prometheus::Counter* reloads_ok_;
+  prometheus::Counter* reloads_failed_;
+  prometheus::Gauge* last_reload_ok_;
+  prometheus::Gauge* last_reload_success_;
 
   prometheus::Family<prometheus::Gauge>* file_size_;
   prometheus::Family<prometheus::Gauge>* file_offset_;

@@ -229,7 +229,9 @@ void ChildProcess::TakeTerminal() {
 }
 
 void ChildProcess::GiveTerminal() {
-  if (foreground_ && !reaped_) SetTerminalGroup(pid_);
+  // Continued with `bg`, the watcher is not the foreground job: the command runs in the
+  // background then, as a job continued with `bg` does.
+  if (foreground_ && !reaped_ && InForeground()) SetTerminalGroup(pid_);
 }
 
 }  // namespace faultline

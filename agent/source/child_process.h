@@ -87,7 +87,8 @@ class ChildProcess {
   bool Reap(int* exit_status, bool* stopped);
 
   // The terminal goes to the watcher's process group (the child stopped, or exited) or back to
-  // the child's (it continues). No-ops unless the child runs in the foreground.
+  // the child's (it continues; only when the watcher was continued in the foreground, with `fg`).
+  // No-ops unless the child runs in the foreground.
   void TakeTerminal();
   void GiveTerminal();
 

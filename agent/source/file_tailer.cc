@@ -496,7 +496,7 @@ void FileTailer::Discover(const std::string& path, bool initial) {
     if (fd >= 0) close(fd);
     budget_->Release();
     // ENOENT: gone again, or a link whose target does not exist yet (its folder is watched).
-    if (error != ENOENT && reported_.insert(path).second) {
+    if (error != ENOENT && reported_.emplace(path, std::strerror(error)).second) {
       spdlog::warn("cannot read {}: {}; trying again when it changes", path, std::strerror(error));
     }
     return;
@@ -504,7 +504,7 @@ void FileTailer::Discover(const std::string& path, bool initial) {
   if (!S_ISREG(st.st_mode)) {
     close(fd);
     budget_->Release();
-    if (reported_.insert(path).second) {
+    if (reported_.emplace(path, "not a regular file").second) {
       spdlog::warn("{} is not a regular file (a FIFO, socket, device or folder); not read", path);
     }
     return;
@@ -1327,6 +1327,25 @@ void FileTailer::End(std::unique_ptr<TailedFile> file) {
       it != by_identity_.end() && it->second == file.get()) {
     by_identity_.erase(it);
   }
+}
+
+SourceStatus FileTailer::Status() const {
+  SourceStatus status;
+  status.type = "file";
+  const auto add = [&status](const TailedFile& file) {
+    const uint64_t size = file.last_size > 0 ? static_cast<uint64_t>(file.last_size) : 0;
+    status.streams.push_back(SourceStreamStatus{
+        .name = file.path,
+        .read_bytes = file.mark.offset,
+        .lag_bytes = size > file.mark.offset ? size - file.mark.offset : 0,
+        .open = file.fd >= 0,
+        .draining = file.draining,
+    });
+  };
+  for (const auto& [path, file] : files_) add(*file);
+  for (const auto& file : draining_) add(*file);
+  for (const auto& [path, message] : reported_) status.problems.push_back({path, message});
+  return status;
 }
 
 }  // namespace faultline

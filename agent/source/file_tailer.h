@@ -106,6 +106,7 @@
 #include "agent/source/folder_watcher.h"
 #include "agent/source/glob.h"
 #include "agent/source/rotated_names.h"
+#include "agent/source/source_status.h"
 #include "agent/source/stream_consumer.h"
 
 namespace faultline {
@@ -172,6 +173,8 @@ class FileTailer : private DescriptorBudget::Holder {
   void ForEachFile(const std::function<void(const FileView&)>& visit) const;
   // Full walks of the globs since Start (the first one included).
   uint64_t rescans() const { return rescans_; }
+  // Every followed file with its offset and lag, and the paths that could not be read now.
+  SourceStatus Status() const;
 
  private:
   // What was read of a file: enough to recognise it again (first bytes) and to notice a rewrite
@@ -313,7 +316,8 @@ class FileTailer : private DescriptorBudget::Holder {
   std::map<std::string, std::string> renamed_;          // from -> to, seen in this pass's events
   std::unordered_map<uint32_t, std::string> moving_;    // cookie -> from, awaiting its IN_MOVED_TO
   std::vector<bool> rooted_;                // per glob: its root folder is watched and walked
-  std::set<std::string> reported_;          // paths already reported unreadable or refused
+  // Paths reported unreadable or refused, with the reason, until they are read.
+  std::map<std::string, std::string> reported_;
   std::set<std::string> aliases_;           // names of files already followed under another
   bool rescan_wanted_ = false;
   bool drain_wanted_ = false;

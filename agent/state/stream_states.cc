@@ -130,6 +130,19 @@ const std::vector<SavedStream>& StreamStates::saved(const std::string& source_id
   return it == saved_.end() ? kNone : it->second;
 }
 
+int64_t StreamStates::saved_at_ns(const std::string& source_id) const {
+  auto it = handed_over_ns_.find(source_id);
+  return it == handed_over_ns_.end() ? checkpoint_time_ns_ : it->second;
+}
+
+void StreamStates::HandOver(const std::string& source_id, std::vector<SavedStream> streams) {
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME_COARSE, &now);  // the clock of file times, as at a checkpoint
+  handed_over_ns_[source_id] = int64_t{now.tv_sec} * 1000000000 + now.tv_nsec;
+  saved_[source_id] = std::move(streams);
+  saved_sources_.insert(source_id);
+}
+
 size_t StreamStates::saved_count() const {
   size_t n = 0;
   for (const auto& [source, streams] : saved_) n += streams.size();

@@ -62,6 +62,12 @@ class StreamStates : public StateParticipant {
   size_t saved_count() const;
   // When the checkpoint holding the saved streams was written (CLOCK_REALTIME, ns); 0 if none.
   int64_t checkpoint_time_ns() const { return checkpoint_time_ns_; }
+  // When saved(source_id) was taken: at its hand-over, else at that checkpoint.
+  int64_t saved_at_ns(const std::string& source_id) const;
+  // A source stopped while the agent runs (a reload restarts or removes it): `streams`, its
+  // streams as they stood, become saved(source_id), taken now, as if it had been checkpointed and
+  // the agent restarted, for the source that takes its place.
+  void HandOver(const std::string& source_id, std::vector<SavedStream> streams);
 
   void Freeze() { frozen_ = true; }
 
@@ -93,6 +99,7 @@ class StreamStates : public StateParticipant {
   std::map<Key, Row> committed_;
   std::set<std::string> committed_sources_;
   int64_t checkpoint_time_ns_ = 0;
+  std::map<std::string, int64_t> handed_over_ns_;  // by source
   bool frozen_ = false;
 };
 

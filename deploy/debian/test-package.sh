@@ -3,8 +3,9 @@
 # `cpack -G DEB` from BUILD_DIR (default build/debug), checks what it holds, installs it with
 # dpkg -i, uses it from / as a user would (`faultline --version`, `faultline scan` of an example
 # log, `faultline check` of the installed config as the faultline user, the unit through
-# systemd-analyze verify), then purges it and checks that nothing of it is left: files, config,
-# state, the unit's links, the user and group.
+# systemd-analyze verify, `faultline run` as the faultline user until it is ready), then purges
+# it and checks that nothing of it is left: files, config, state, the unit's links, the user
+# and group.
 #
 # Refuses to run when faultline is already installed (it would be replaced and purged).
 set -euo pipefail
@@ -98,6 +99,31 @@ sys.exit(1 if outside or not rules else 0)
 runuser -u faultline -- faultline check -c /etc/faultline/faultline.yaml ||
   fail "the faultline user cannot check the installed config"
 systemd-analyze verify /usr/lib/systemd/system/faultline.service || fail "systemd-analyze verify"
+# The daemon as the service starts it: as faultline, with its groups, the installed config and
+# the cache folder, until /readyz answers; then SIGTERM must stop it cleanly. Skipped when
+# something else holds the config's port (a developer's machine).
+if (exec 3<>/dev/tcp/127.0.0.1/9464) 2>/dev/null; then
+  echo "port 9464 is taken: the installed agent is not started"
+else
+  FAULTLINE_CACHE_DIR=/var/cache/faultline setpriv --reuid=faultline --regid=faultline \
+    --init-groups faultline run -c /etc/faultline/faultline.yaml >"$out/run.log" 2>&1 &
+  agent=$!
+  ready=0
+  for _ in $(seq 1 150); do
+    if python3 -c 'import urllib.request, sys
+sys.exit(urllib.request.urlopen("http://127.0.0.1:9464/readyz", timeout=1).status != 200)' \
+      2>/dev/null; then
+      ready=1
+      break
+    fi
+    kill -0 "$agent" 2>/dev/null || break
+    sleep 0.2
+  done
+  [ "$ready" -eq 1 ] || { cat "$out/run.log"; kill "$agent" 2>/dev/null; fail "the agent did not become ready"; }
+  kill -TERM "$agent"
+  wait "$agent" || { cat "$out/run.log"; fail "the agent did not stop cleanly"; }
+  echo "faultline run as the faultline user: ready, stopped cleanly"
+fi
 cd - >/dev/null
 
 echo "== dpkg --purge"

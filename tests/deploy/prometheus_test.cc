@@ -6,8 +6,9 @@
 // faultline_signature_matches_total and increase(...) give exactly the counts written; every
 // rule loads and evaluates without error; the recording rules produce their series; every
 // panel query of the Grafana dashboard returns data (those about metrics other issues are still
-// adding must return none, and are printed); and FaultlineAgentDown fires in /api/v1/alerts once
-// the agent is stopped.
+// adding must return none, and are printed); a global Prometheus running
+// deploy/prometheus/federation.yml receives the recorded series; and FaultlineAgentDown fires in
+// /api/v1/alerts once the agent is stopped.
 //
 // Intervals are shortened so that the test takes ~20 s: scrape and evaluation every second,
 // and the `for:` of FaultlineAgentDown 2 s instead of 5 minutes (its expression is unchanged;
@@ -15,27 +16,29 @@
 //
 // Without /usr/bin/prometheus the test fails under CI (CI=true; scripts/install-deps.sh installs
 // it) and is skipped elsewhere, naming the package.
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
-#include <map>
-#include <nlohmann/json.hpp>
+#include <memory>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "tests/integration/process.h"
 
@@ -222,10 +225,32 @@ class PrometheusTest : public ::testing::Test {
     })) << ReadFile(dir_ / "prometheus.log");
   }
 
-  // GET /api/v1/<path>; the `data` member of a successful answer, else null (and a failure).
-  json Api(const std::string& path) {
+  // deploy/prometheus/federation.yml, every second, federating from the Prometheus above as
+  // cluster "a"; returns its port.
+  uint16_t StartGlobalPrometheus() {
+    const fs::path out = dir_ / "global";
+    fs::create_directories(out / "federate");
+    std::string config = ReadFile(fs::path(kDeploy) / "prometheus/federation.yml");
+    config = ReplaceAll(config, "scrape_interval: 1m", "scrape_interval: 1s");
+    WriteFile(out / "federation.yml", config);
+    WriteFile(out / "federate/local.yml",
+              "- targets: [\"127.0.0.1:" + std::to_string(prometheus_port_) +
+                  "\"]\n  labels:\n    cluster: a\n");
+    const uint16_t port = FreePort();
+    global_ = std::make_unique<Child>(
+        std::vector<std::string>{kPrometheus, "--config.file=" + (out / "federation.yml").string(),
+                                 "--storage.tsdb.path=" + (out / "data").string(),
+                                 "--web.listen-address=127.0.0.1:" + std::to_string(port),
+                                 "--log.level=warn"},
+        dir_ / "global.log");
+    return port;
+  }
+
+  // GET /api/v1/<path> of the Prometheus on `port` (default: the one scraping the agent); the
+  // `data` member of a successful answer, else null (and a failure).
+  json Api(const std::string& path, uint16_t port = 0) {
     std::string body;
-    const int status = HttpGet(prometheus_port_, "/api/v1/" + path, &body);
+    const int status = HttpGet(port == 0 ? prometheus_port_ : port, "/api/v1/" + path, &body);
     if (status != 200) {
       ADD_FAILURE() << path << ": HTTP " << status << ": " << body;
       return nullptr;
@@ -239,8 +264,9 @@ class PrometheusTest : public ::testing::Test {
   }
 
   // The result vector of an instant query, at `time` (seconds) when given.
-  json Query(const std::string& promql, const std::string& time = "") {
-    json data = Api("query?query=" + UrlEncode(promql) + (time.empty() ? "" : "&time=" + time));
+  json Query(const std::string& promql, const std::string& time = "", uint16_t port = 0) {
+    json data =
+        Api("query?query=" + UrlEncode(promql) + (time.empty() ? "" : "&time=" + time), port);
     return data.is_null() ? json::array() : data["result"];
   }
 
@@ -268,6 +294,7 @@ class PrometheusTest : public ::testing::Test {
   uint16_t prometheus_port_ = 0;
   std::unique_ptr<Daemon> agent_;
   std::unique_ptr<Child> prometheus_;
+  std::unique_ptr<Child> global_;
 };
 
 constexpr char kOom[] = "gpu.cuda.out_of_memory";
@@ -386,6 +413,26 @@ TEST_F(PrometheusTest, CountsPanelsRulesAndAgentDownAlertAgainstARealPrometheus)
   EXPECT_GE(rules, 13u);
   EXPECT_FALSE(Query("signature:faultline_signature_matches:rate5m").empty());
   EXPECT_FALSE(Query("host:faultline_lines:rate5m{host=\"node-a\"}").empty());
+
+  // A global Prometheus federates the recorded series (and the agents' up) with a cluster label.
+  const uint16_t global = StartGlobalPrometheus();
+  EXPECT_TRUE(Eventually(
+      [&] {
+        std::string body;
+        return HttpGet(global, "/-/ready", &body) == 200 &&
+               !Query(
+                    "host_signature:faultline_signature_matches:rate5m{cluster=\"a\", "
+                    "host=\"node-a\","
+                    " signature=\"" +
+                        std::string(kOom) + "\"}",
+                    "", global)
+                    .empty() &&
+               !Query("up{cluster=\"a\", job=\"faultline\", host=\"node-a\"}", "", global).empty();
+      },
+      std::chrono::seconds(20)))
+      << ReadFile(dir_ / "global.log");
+  EXPECT_TRUE(Query("faultline_signature_matches_total", "", global).empty())
+      << "the global Prometheus should hold recorded series only";
 
   // Every metric the rules and the dashboard read is exported or being added (no typo).
   std::string exposition;

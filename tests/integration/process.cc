@@ -138,6 +138,27 @@ int HttpGet(uint16_t port, const std::string& path, std::string* body) {
   }
 }
 
+int HttpPost(uint16_t port, const std::string& path, const std::string& bearer_token,
+             std::string* body) {
+  namespace http = beast::http;
+  try {
+    asio::io_context io;
+    asio::ip::tcp::socket socket(io);
+    socket.connect({asio::ip::make_address("127.0.0.1"), port});
+    http::request<http::empty_body> req{http::verb::post, path, 11};
+    req.set(http::field::host, "127.0.0.1");
+    if (!bearer_token.empty()) req.set(http::field::authorization, "Bearer " + bearer_token);
+    http::write(socket, req);
+    beast::flat_buffer buffer;
+    http::response<http::string_body> res;
+    http::read(socket, buffer, res);
+    *body = res.body();
+    return static_cast<int>(res.result_int());
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
 uint16_t FreePort() {
   asio::io_context io;
   asio::ip::tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});

@@ -44,6 +44,10 @@ class Daemon {
 // GET http://127.0.0.1:port/path; returns the status (0 when the connection failed) and body.
 int HttpGet(uint16_t port, const std::string& path, std::string* body);
 
+// POST http://127.0.0.1:port/path with no body and, when given, "Authorization: Bearer TOKEN".
+int HttpPost(uint16_t port, const std::string& path, const std::string& bearer_token,
+             std::string* body);
+
 // A TCP port that was free a moment ago.
 uint16_t FreePort();
 

@@ -377,6 +377,52 @@ TEST_F(RestartTest, FilesRotatedTwiceTruncatedOrReplacedWhileDownAreReadOnceFrom
   EXPECT_EQ(0, agent.Stop(SIGTERM));
 }
 
+// A reload that changes a file source's settings restarts it: the new source resumes its files
+// where the old one stood, as a restart would (a partial line and a hit waiting for context are
+// read again, not settled early), so nothing is lost and nothing is counted twice, rotations
+// between reloads included.
+TEST_F(RestartTest, AReloadThatRestartsAFileSourceNeitherLosesNorCountsTwice) {
+  const std::string config = WriteConfig("", "beginning");
+  const std::string log = dir_ + "/logs/app.log";
+  std::ifstream in(config);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string slow = text.str();
+  std::string fast = slow;
+  fast.replace(fast.find("poll_interval_ms: 50"), 20, "poll_interval_ms: 40");
+  Daemon agent({"run", "-c", config});
+  WaitUntilServing(agent);
+  Truth truth;
+  uint64_t n = 0;
+  const auto restarts = [&] {
+    const std::string err = agent.Stderr();
+    int count = 0;
+    for (size_t at = err.find("] source logs restarted"); at != std::string::npos;
+         at = err.find("] source logs restarted", at + 1)) {
+      ++count;
+    }
+    return count;
+  };
+  for (int reload = 1; reload <= 6; ++reload) {
+    AppendGroups(n, n + 1500, truth);
+    n += 1500;
+    if (reload % 2 == 0) fs::rename(log, log + "." + std::to_string(reload));
+    Append("NCCL watchdog timeout seq=x\nCUDA out of mem");
+    ASSERT_TRUE(Eventually([&] { return Read(Metrics()).lines == truth.lines + 1; }))
+        << "reload " << reload << ": " << Describe(Read(Metrics())) << agent.Stderr();
+    std::ofstream(config) << (reload % 2 == 1 ? fast : slow);
+    ASSERT_EQ(0, kill(agent.pid(), SIGHUP));
+    ASSERT_TRUE(Eventually([&] { return restarts() == reload; })) << agent.Stderr();
+    Append("ory seq=x\nstep\nrecovered after retry seq=x\n");
+    truth.lines += 4;
+    ++truth.oom;
+    ++truth.nccl_warning;
+  }
+  EXPECT_TRUE(Reaches(truth)) << "expected " << Describe(truth) << ", got "
+                              << Describe(Read(Metrics())) << agent.Stderr();
+  EXPECT_EQ(0, agent.Stop(SIGTERM));
+}
+
 TEST_F(RestartTest, ASecondAgentOnTheSameStateDirRefusesToStart) {
   const std::string config = WriteConfig();
   Daemon first({"run", "-c", config});

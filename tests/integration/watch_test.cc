@@ -271,6 +271,15 @@ class OnTerminal {
     argv.push_back(nullptr);
     pid_ = fork();
     if (pid_ == 0) {
+      // A login session starts with every signal at its default: a test run from a background
+      // job of a non-interactive shell (as CI's is) inherits SIGINT and SIGQUIT ignored, and then
+      // Ctrl-C would reach nobody.
+      for (const int signal_number : {SIGINT, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGHUP, SIGTERM}) {
+        signal(signal_number, SIG_DFL);
+      }
+      sigset_t none;
+      sigemptyset(&none);
+      sigprocmask(SIG_SETMASK, &none, nullptr);
       setsid();
       const int slave = open(slave_name.c_str(), O_RDWR);  // becomes the controlling terminal
       termios mode{};
@@ -321,6 +330,7 @@ class OnTerminal {
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
   const std::string& seen() const { return seen_; }
+  pid_t pid() const { return pid_; }
 
  private:
   bool ReadSome() {
@@ -344,17 +354,43 @@ TEST_F(WatchTest, OnATerminalTheCommandRunsOnAPtyInTheForeground) {
   OnTerminal terminal({"watch", "--rules", dir_ + "/rules", "--", "sh", "-c",
                        "test -t 1 && echo stdout-is-a-tty; test -t 2 && echo stderr-is-a-tty >&2;"
                        "stty size <&1; printf '\\033[32mgreen\\033[0m 50%%\\r100%%\\n';"
-                       "echo 'proceed?'; read answer; echo \"answer: $answer\"; sleep 30"});
+                       "echo 'proceed?'; read answer; echo \"answer: $answer\";"
+                       // Armed only once the trap is set: a Ctrl-C that reached sh just before it
+                       // started a plain `sleep` would wait for the sleep to end (dash).
+                       "trap 'echo interrupted; trap - INT; kill -INT $$' INT; echo armed;"
+                       "while :; do sleep 0.05; done"});
   ASSERT_TRUE(terminal.Shows("proceed?\n")) << terminal.seen();
   EXPECT_THAT(terminal.seen(), HasSubstr("stdout-is-a-tty\n"));
   EXPECT_THAT(terminal.seen(), HasSubstr("stderr-is-a-tty\n"));
   EXPECT_THAT(terminal.seen(), HasSubstr("33 111\n"));
   EXPECT_THAT(terminal.seen(), HasSubstr("\x1b[32mgreen\x1b[0m 50%\r100%\n"));
   terminal.Type("yes\n");
-  ASSERT_TRUE(terminal.Shows("answer: yes\n")) << terminal.seen();
+  ASSERT_TRUE(terminal.Shows("answer: yes\narmed\n")) << terminal.seen();
   terminal.Type("\x03");  // Ctrl-C
   EXPECT_EQ(128 + SIGINT, terminal.Exit()) << terminal.seen();
+  EXPECT_THAT(terminal.seen(), HasSubstr("interrupted\n"));
   EXPECT_THAT(terminal.seen(), HasSubstr("faultline: no known failure found"));
+}
+
+// Ctrl-Z stops the command, and faultline stops too so that the shell gets the terminal back;
+// continued in the foreground (`fg`: SIGCONT, faultline's group holding the terminal), faultline
+// gives the terminal back to the command and continues it.
+TEST_F(WatchTest, OnATerminalCtrlZStopsBothAndFgContinuesBoth) {
+  OnTerminal terminal(
+      {"watch", "--rules", dir_ + "/rules", "--", "sh", "-c",
+       "echo ready; sleep 0.3; echo resumed; read answer; echo \"answer: $answer\""});
+  ASSERT_TRUE(terminal.Shows("ready\n")) << terminal.seen();
+  terminal.Type("\x1a");  // Ctrl-Z
+  int status = 0;
+  ASSERT_TRUE(
+      Eventually([&] { return waitpid(terminal.pid(), &status, WNOHANG | WUNTRACED) > 0; }));
+  ASSERT_TRUE(WIFSTOPPED(status));
+  EXPECT_EQ(std::string::npos, terminal.seen().find("resumed"));
+  kill(terminal.pid(), SIGCONT);
+  ASSERT_TRUE(terminal.Shows("resumed\n")) << terminal.seen();
+  terminal.Type("yes\n");  // the command has the terminal again
+  EXPECT_EQ(0, terminal.Exit()) << terminal.seen();
+  EXPECT_THAT(terminal.seen(), HasSubstr("answer: yes\n"));
 }
 
 // In the foreground with stdout to a file (`> log`, `| tee`): the command shares faultline's

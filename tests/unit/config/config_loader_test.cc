@@ -192,9 +192,38 @@ TEST_F(ConfigLoaderTest, UnknownKeysAreErrorsAtEveryLevel) {
   EXPECT_THAT(LinesAndKeys(result.errors()),
               ElementsAre(Pair(1, "rule"), Pair(5, "http.lisen"), Pair(10, "sources[0].start")));
   EXPECT_EQ(path, result.errors()[0].file);
-  EXPECT_THAT(
-      result.errors()[0].message,
-      HasSubstr("unknown key; allowed here: rules, framing, http, log, limits, state, sources"));
+  EXPECT_THAT(result.errors()[0].message,
+              HasSubstr("unknown key; allowed here: rules, framing, http, log, limits, state, "
+                        "reload, sources"));
+}
+
+TEST_F(ConfigLoaderTest, ReloadAndAdminTokenKeysAreReadAndChecked) {
+  Result<Config> defaults = LoadConfig(Write(kMinimal));
+  ASSERT_TRUE(defaults.ok()) << FormatErrors(defaults.errors());
+  EXPECT_FALSE(defaults.value().reload.watch);
+  EXPECT_EQ(20000, defaults.value().reload.timeout_ms);
+  EXPECT_EQ(std::size_t{1} << 30, defaults.value().reload.max_memory_bytes);
+  EXPECT_EQ("", defaults.value().http_admin_token_file);
+
+  Result<Config> set = LoadConfig(Write(
+      "http:\n  admin_token_file: secrets/token\n"
+      "reload:\n  watch: true\n  timeout_ms: 5000\n  max_memory_bytes: 33554432\n"));
+  ASSERT_TRUE(set.ok()) << FormatErrors(set.errors());
+  EXPECT_EQ(In("secrets/token"), set.value().http_admin_token_file);
+  EXPECT_TRUE(set.value().reload.watch);
+  EXPECT_EQ(5000, set.value().reload.timeout_ms);
+  EXPECT_EQ(std::size_t{32} << 20, set.value().reload.max_memory_bytes);
+
+  Result<Config> bad = LoadConfig(Write(
+      "reload:\n"                      // 1
+      "  watch: yes\n"                 // 2
+      "  timeout_ms: 10\n"             // 3
+      "  max_memory_bytes: 1024\n"     // 4
+      "  every: 1\n"));                // 5
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(LinesAndKeys(bad.errors()),
+              ElementsAre(Pair(5, "reload.every"), Pair(2, "reload.watch"),
+                          Pair(3, "reload.timeout_ms"), Pair(4, "reload.max_memory_bytes")));
 }
 
 TEST_F(ConfigLoaderTest, BadEnumValueNamesTheKeyAndTheAllowedValues) {

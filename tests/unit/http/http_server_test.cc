@@ -70,6 +70,17 @@ class HttpServerTest : public ::testing::Test {
     server_->AddRoute({.path = "/admin", .admin = true, .handler = [](const HttpRequest&) {
                          return HttpResponse{200, "text/plain", "admin\n"};
                        }});
+    // Answers 50 ms later from a timer, as a reload answers once its worker is done.
+    server_->AddRoute(
+        {.path = "/later",
+         .methods = {HttpMethod::kPost},
+         .deferred_handler = [this](const HttpRequest& req, HttpResponder respond) {
+           auto timer = std::make_shared<asio::steady_timer>(io_, std::chrono::milliseconds(50));
+           timer->async_wait([timer, respond, body = req.body](const beast::error_code&) {
+             respond(HttpResponse{202, "text/plain", "later " + body + "\n"});
+             respond(HttpResponse{500, "text/plain", "a second answer is ignored\n"});
+           });
+         }});
     server_->AddRoute({.path = "/throws", .handler = [](const HttpRequest&) -> HttpResponse {
                          throw std::runtime_error("boom");
                        }});
@@ -367,6 +378,32 @@ TEST_F(HttpServerTest, ThrowingHandlerGets500AndTheServerLivesOn) {
   EXPECT_EQ(http::status::internal_server_error, res.result());
   EXPECT_THAT(res.body(), HasSubstr("boom"));
   EXPECT_EQ(http::status::ok, Get("/metrics").result());
+}
+
+TEST_F(HttpServerTest, DeferredRouteAnswersLaterAndTheConnectionGoesOn) {
+  Start();
+  tcp::socket socket = Connect();
+  // Two pipelined requests: the second is answered only after the deferred first.
+  const std::string later =
+      "POST /later HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\nhi";
+  asio::write(socket, asio::buffer(later + "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+  const Response first = ReadResponse(socket);
+  EXPECT_EQ(202, first.result_int());
+  EXPECT_EQ("later hi\n", first.body());
+  const Response second = ReadResponse(socket);
+  EXPECT_EQ(200, second.result_int());
+  EXPECT_EQ("up 1\n", second.body());
+}
+
+TEST_F(HttpServerTest, ADeferredAnswerForAClosedConnectionIsDropped) {
+  Start();
+  {
+    tcp::socket socket = Connect();
+    const std::string request =
+        "POST /later HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n";
+    asio::write(socket, asio::buffer(request));
+  }  // closed before the answer
+  ASSERT_TRUE(StopServer());  // the late answer finds the connection gone; nothing crashes
 }
 
 TEST_F(HttpServerTest, HeadGetsTheHeadersOfGetWithoutABody) {
