@@ -8,11 +8,13 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <optional>
 
 #include "agent/app/admin_token.h"
 #include "agent/app/findings_json.h"
 #include "agent/app/status_json.h"
 #include "agent/app/status_page.h"
+#include "agent/app/unrecognised_json.h"
 #include "agent/framing/utf8.h"
 #include "agent/match/stream_pipeline.h"
 
@@ -43,16 +45,23 @@ class Agent::MetricsSink : public FindingSink {
 // as it stood, and what it holds is read again after the restart.
 class Agent::MatchedStream : public ResumableConsumer, private FindingSink {
  public:
+  // `discovery`, when given, records this stream's unrecognised errors.
   MatchedStream(StreamOrigin origin, const std::shared_ptr<const RuleSet>& rules,
                 FindingSink* findings, MatchScratch* scratch, size_t max_line_bytes,
-                Metrics& metrics, Metrics::SourceCounters counters,
+                Metrics& metrics, Metrics::SourceCounters counters, Discovery* discovery,
                 std::unordered_set<MatchedStream*>& live, uint64_t offset = 0,
                 const StreamState* resumed = nullptr, const bool* frozen = nullptr,
                 Metrics::FileSeries* file = nullptr)
       : origin_(std::move(origin)),
         findings_(findings),
         resume_(ResumeAt(offset, resumed)),
-        pipeline_(rules, this, scratch, max_line_bytes, &origin_, &resume_),
+        unrecognised_(discovery == nullptr
+                          ? std::nullopt
+                          : std::make_optional<StreamDiscovery>(*discovery, origin_.source_id,
+                                                                origin_.stream_name,
+                                                                rules->max_explain_window())),
+        pipeline_(rules, this, scratch, max_line_bytes, &origin_, &resume_,
+                  unrecognised_ ? &*unrecognised_ : nullptr),
         metrics_(metrics),
         counters_(counters),
         frozen_(frozen),
@@ -73,6 +82,7 @@ class Agent::MatchedStream : public ResumableConsumer, private FindingSink {
   // A reload: the same stream, framer and pending context, matched by the new rules.
   void Rebind(const std::shared_ptr<const RuleSet>& rules, MatchScratch* scratch) {
     pipeline_.Rebind(rules, scratch);
+    if (unrecognised_) unrecognised_->SetExplainWindow(rules->max_explain_window());
   }
 
   void OnBytes(std::string_view bytes) override {
@@ -83,7 +93,10 @@ class Agent::MatchedStream : public ResumableConsumer, private FindingSink {
   }
   void OnQuiet() override {
     if (Frozen()) return;
-    if (pipeline_.has_pending()) pipeline_.SettlePending();
+    if (pipeline_.has_pending() || (unrecognised_ && unrecognised_->held() > 0)) {
+      pipeline_.SettlePending();
+      Account();
+    }
   }
   void OnPartialTimeout() override {
     if (Frozen() || !pipeline_.has_partial()) return;
@@ -147,11 +160,21 @@ class Agent::MatchedStream : public ResumableConsumer, private FindingSink {
       metrics_.AddTruncatedLines(truncated - counted_truncated_);
     }
     counted_truncated_ = truncated;
+    if (unrecognised_) {
+      // Lines read again after a restart were counted before it (a line held for its explain
+      // window across the old read point counts as it is released).
+      const uint64_t n = unrecognised_->unrecognised_lines();
+      if (lines > replay_line_) {
+        counters_.unrecognised->Increment(static_cast<double>(n - counted_unrecognised_));
+      }
+      counted_unrecognised_ = n;
+    }
   }
 
   const StreamOrigin origin_;
   FindingSink* const findings_;
   const StreamResume resume_;
+  std::optional<StreamDiscovery> unrecognised_;
   StreamPipeline pipeline_;
   Metrics& metrics_;
   const Metrics::SourceCounters counters_;
@@ -165,6 +188,7 @@ class Agent::MatchedStream : public ResumableConsumer, private FindingSink {
   const uint64_t replay_line_;
   const uint64_t replay_offset_;
   std::vector<PendingHitState> pending_;
+  uint64_t counted_unrecognised_ = 0;
   std::unordered_set<MatchedStream*>& live_;
 };
 
@@ -198,6 +222,8 @@ Agent::Agent(Config config, std::shared_ptr<const RuleSet> rules, AgentOptions o
       metrics_(signature_labels_),
       metrics_sink_(std::make_unique<MetricsSink>(metrics_)),
       events_(signature_labels_),
+      discovery_(DiscoveryOptions{.max_templates = config_.discover_max_templates,
+                                  .alert_after = config_.discover_alert_after}),
       scratch_(std::make_unique<MatchScratch>(rules_->patterns())),
       http_(io_),
       checkpoint_timer_(io_),
@@ -314,7 +340,8 @@ std::unique_ptr<ResumableConsumer> Agent::StartFileStream(const std::string& sou
                                                           const bool* frozen) {
   return std::make_unique<MatchedStream>(
       StreamOrigin{source_id, ++streams_started_, path}, rules_, &findings_, scratch_.get(),
-      config_.max_line_bytes, metrics_, metrics_.ForSource(source_id), live_streams_, offset,
+      config_.max_line_bytes, metrics_, metrics_.ForSource(source_id),
+      config_.discover_enabled ? &discovery_ : nullptr, live_streams_, offset,
       resumed != nullptr ? &resumed->state : nullptr, frozen,
       metrics_.AcquireFile(source_id, path));
 }
@@ -394,6 +421,7 @@ SourceContext Agent::ContextFor(const Config& section) {
               return std::make_unique<MatchedStream>(StreamOrigin{source_id, ++streams_started_, name},
                                                   rules_, &findings_, scratch_.get(),
                                                   config_.max_line_bytes, metrics_, counters,
+                                                  config_.discover_enabled ? &discovery_ : nullptr,
                                                   live_streams_);
             };
           },
@@ -421,6 +449,7 @@ void Agent::AddRoutes() {
          std::vector<Metrics::FileSample> files;
          for (const FileStreamSet* set : file_stream_sets_) set->CollectFiles(files);
          metrics_.UpdateFiles(files);
+         CountUnrecognised();
          return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics_.Serialize()};
        }});
   // The loop answers: that is all liveness means, so a slow disk never restarts the agent.
@@ -431,6 +460,9 @@ void Agent::AddRoutes() {
   // Log lines leave the agent here: a web page rebound to 127.0.0.1 must not read them.
   http_.AddRoute({.path = "/api/v1/findings", .admin = true, .handler = [this](const HttpRequest&) {
                     return HttpResponse{200, "application/json", LatestFindingsJson(latest_)};
+                  }});
+  http_.AddRoute({.path = "/api/v1/unrecognised", .admin = true, .handler = [this](const HttpRequest&) {
+                    return HttpResponse{200, "application/json", UnrecognisedJson(discovery_)};
                   }});
   // The status page and its JSON show log lines, so they are admin routes like the findings.
   http_.AddRoute({.path = "/", .admin = true, .handler = [this](const HttpRequest&) {
@@ -450,6 +482,21 @@ void Agent::AddRoutes() {
                                         "ready: " + std::to_string(rules_->rules().size()) +
                                             " rules, " + std::to_string(sources) + " source(s)\n"};
                   }});
+}
+
+void Agent::CountUnrecognised() {
+  // The most frequent templates, lines summed per id (two templates can come to the same text).
+  std::vector<Metrics::TemplateCount> top;
+  for (const TemplateStats* t : discovery_.Sorted()) {
+    auto same = std::find_if(top.begin(), top.end(),
+                             [&](const Metrics::TemplateCount& c) { return c.id == t->id; });
+    if (same != top.end()) {
+      same->count += t->count;
+    } else if (top.size() < config_.discover_max_series) {
+      top.push_back({t->id, t->count});
+    }
+  }
+  metrics_.SetUnrecognised(top, discovery_.size(), discovery_.evictions());
 }
 
 void Agent::WaitForSignal() {

@@ -45,6 +45,10 @@ constexpr int64_t kMaxIntMs = INT32_MAX;
 // an hour apart, a crash would replay an hour of logs.
 constexpr int64_t kMinCheckpointIntervalMs = 10;
 constexpr int64_t kMaxCheckpointIntervalMs = 3600 * 1000;
+// Templates cost 2 to 5 KiB each (discover_eval memory); a million would be GiBs.
+constexpr int64_t kMaxTemplates = 100000;
+// Per-template series are for the few templates worth a dashboard, not a template catalogue.
+constexpr int64_t kMaxTemplateSeries = 1000;
 // A reload compiles a rule pack: a second covers a big pack on a slow machine, ten minutes is a
 // hang. Memory from 16 MiB (a small pack) to 64 GiB.
 constexpr int64_t kMinReloadTimeoutMs = 1000;
@@ -173,8 +177,8 @@ class ConfigParser {
       return;
     }
     const std::vector<Field> fields =
-        Fields(root, "", {"rules", "framing", "http", "log", "limits", "state", "reload",
-                          "sources"});
+        Fields(root, "", {"rules", "framing", "http", "log", "limits", "state", "discover",
+                          "reload", "sources"});
     for (const Field& f : fields) {
       if (f.name == "rules") ParseRules(f, config);
       if (f.name == "framing") ParseFraming(f, config);
@@ -182,6 +186,7 @@ class ConfigParser {
       if (f.name == "log") ParseLog(f, config);
       if (f.name == "limits") ParseLimits(f, config);
       if (f.name == "state") ParseState(f, config);
+      if (f.name == "discover") ParseDiscover(f, config);
       if (f.name == "reload") ParseReload(f, config);
       if (f.name == "sources") ParseSources(f, config);
     }
@@ -401,6 +406,29 @@ class ConfigParser {
       } else if (f.name == "checkpoint_interval_ms") {
         if (auto v = Integer(f, key, kMinCheckpointIntervalMs, kMaxCheckpointIntervalMs)) {
           config->state.checkpoint_interval_ms = static_cast<int>(*v);
+        }
+      }
+    }
+  }
+
+  void ParseDiscover(const Field& section, Config* config) {
+    const std::string path = "discover";
+    for (const Field& f : Fields(section.value, path,
+                                 {"enabled", "max_templates", "alert_after", "max_series"})) {
+      const std::string key = Join(path, f.name);
+      if (f.name == "enabled") {
+        if (auto v = Choice(f, key, {"true", "false"})) config->discover_enabled = *v == "true";
+      } else if (f.name == "max_templates") {
+        if (auto v = Integer(f, key, 1, kMaxTemplates)) {
+          config->discover_max_templates = static_cast<std::size_t>(*v);
+        }
+      } else if (f.name == "alert_after") {
+        if (auto v = Integer(f, key, 1, INT32_MAX)) {
+          config->discover_alert_after = static_cast<uint64_t>(*v);
+        }
+      } else if (f.name == "max_series") {
+        if (auto v = Integer(f, key, 0, kMaxTemplateSeries)) {
+          config->discover_max_series = static_cast<std::size_t>(*v);
         }
       }
     }
