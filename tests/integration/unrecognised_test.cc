@@ -242,6 +242,15 @@ TEST_F(Unrecognised, RunCountsThemPerSourceAndTemplateAndServesThem) {
   EXPECT_EQ(3, doc["lines"]);
   EXPECT_EQ(1, Sample(metrics, "faultline_signature_matches_total{severity=\"error\","
                                "signature=\"t.cuda_oom\"}"));
+  // The status page and its JSON show the same templates.
+  std::string page;
+  ASSERT_EQ(200, HttpGet(port, "/", &page));
+  EXPECT_THAT(page, HasSubstr("Unrecognised errors (2 templates, 3 lines)"));
+  EXPECT_THAT(page, HasSubstr("<code>" + top + "</code>"));
+  ASSERT_EQ(200, HttpGet(port, "/api/v1/status", &body));
+  const auto status = nlohmann::json::parse(body);
+  EXPECT_EQ(top, status["unrecognised"]["templates"][0]["template_id"]);
+  EXPECT_EQ(2, status["unrecognised"]["templates"][0]["count"]);
 }
 
 // A reload keeps discovery running: the new rules are compiled with its watch patterns, a line a
