@@ -818,8 +818,16 @@ std::string FileTailer::FindSaved(const FileMark& mark, bool by_inode) {
     const int fd = OpenForReading(name, /*is_link=*/false);
     if (fd < 0) continue;
     struct stat st {};
+    // A file that is another saved file (by inode), or that another mark already found, is not a
+    // copy of this one, whatever its bytes: copytruncate's copy is a new inode.
+    const auto other_mark = [&](const FileMark& m) {
+      return &m != &mark && m.device == static_cast<uint64_t>(st.st_dev) &&
+             m.inode == static_cast<uint64_t>(st.st_ino);
+    };
     const bool same = fstat(fd, &st) == 0 && !by_identity_.contains({st.st_dev, st.st_ino}) &&
                       (!by_inode || (st.st_dev == mark.device && st.st_ino == mark.inode)) &&
+                      (by_inode || (std::none_of(marks_.begin(), marks_.end(), other_mark) &&
+                                    !located_.contains(name))) &&
                       Holds(fd, mark);
     close(fd);
     if (same) return name;
