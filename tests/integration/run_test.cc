@@ -179,7 +179,10 @@ TEST_F(RunTest, GarbageAndHugeLinesDoNotStopCounting) {
 TEST_F(RunTest, PortInUseIsAClearStartupError) {
   Daemon first({"run", "-c", WriteConfig("end")});
   ASSERT_TRUE(Eventually([&] { return !Metrics().empty(); }));
-  const auto second = testing::RunFaultline({"run", "-c", dir_ + "/faultline.yaml"});
+  // The same config with a state folder of its own (one state.dir takes one agent).
+  std::ofstream(dir_ + "/second.yaml") << "state:\n  dir: state2\n"
+                                       << std::ifstream(dir_ + "/faultline.yaml").rdbuf();
+  const auto second = testing::RunFaultline({"run", "-c", dir_ + "/second.yaml"});
   EXPECT_EQ(2, second.exit_code);
   EXPECT_THAT(second.err, HasSubstr("127.0.0.1:" + std::to_string(port_)));
   first.Stop(SIGTERM);
