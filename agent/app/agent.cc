@@ -252,6 +252,9 @@ void Agent::WaitForSignal() {
 std::string Agent::NotReadyReason() const {
   if (rules_->rules().empty()) return "not ready: no rules loaded";
   if (!sources_started_) return "not ready: sources not started";
+  if (std::string reason = sources_.NotReadyReason(); !reason.empty()) {
+    return "not ready: " + reason;
+  }
   rlimit limit{};
   const long open = OpenDescriptors();
   if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && open >= 0 && limit.rlim_cur != RLIM_INFINITY &&

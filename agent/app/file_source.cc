@@ -14,6 +14,7 @@ class FileSource : public Source {
   void Start() override { tailer_.Start(); }
   void Stop() override { tailer_.Stop(); }
   SourceStatus Status() const override { return tailer_.Status(); }
+  std::string NotReadyReason() const override { return tailer_.Problem(); }
 
  private:
   FileTailer tailer_;

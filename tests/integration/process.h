@@ -24,8 +24,11 @@ Completed RunFaultline(const std::vector<std::string>& args, const std::string& 
 // A background faultline process; killed (SIGKILL) on destruction if still running.
 class Daemon {
  public:
-  // `max_open_files` > 0 sets the child's RLIMIT_NOFILE (soft and hard) before exec.
-  explicit Daemon(const std::vector<std::string>& args, int max_open_files = 0);
+  // `max_open_files` > 0 sets the child's RLIMIT_NOFILE (soft and hard) before exec;
+  // `in_child`, when given, runs in the child just before exec (a failure there is the child's
+  // to report on its stderr and exit with).
+  explicit Daemon(const std::vector<std::string>& args, int max_open_files = 0,
+                  const std::function<void()>& in_child = nullptr);
   ~Daemon();
   // Sends `signal` and waits for exit; returns the exit status (or 128+signal).
   int Stop(int signal);
