@@ -5,12 +5,15 @@
 #include <dirent.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <csignal>
+#include <optional>
 
 #include "agent/app/admin_token.h"
 #include "agent/app/findings_json.h"
 #include "agent/app/status_json.h"
 #include "agent/app/status_page.h"
+#include "agent/app/unrecognised_json.h"
 #include "agent/framing/utf8.h"
 #include "agent/match/stream_pipeline.h"
 
@@ -34,11 +37,19 @@ class Agent::MetricsSink : public FindingSink {
 // One stream of any source: its pipeline and the counters of its source.
 class Agent::MatchedStream : public StreamConsumer {
  public:
+  // `discovery`, when given, records this stream's unrecognised errors.
   MatchedStream(StreamOrigin origin, const std::shared_ptr<const RuleSet>& rules, FindingSink* sink,
              MatchScratch* scratch, size_t max_line_bytes, Metrics& metrics,
-             Metrics::SourceCounters counters, std::unordered_set<MatchedStream*>& live)
+             Metrics::SourceCounters counters, Discovery* discovery,
+             std::unordered_set<MatchedStream*>& live)
       : origin_(std::move(origin)),
-        pipeline_(rules, sink, scratch, max_line_bytes, &origin_),
+        unrecognised_(discovery == nullptr
+                          ? std::nullopt
+                          : std::make_optional<StreamDiscovery>(*discovery, origin_.source_id,
+                                                                origin_.stream_name,
+                                                                rules->max_explain_window())),
+        pipeline_(rules, sink, scratch, max_line_bytes, &origin_, nullptr,
+                  unrecognised_ ? &*unrecognised_ : nullptr),
         metrics_(metrics),
         counters_(counters),
         live_(live) {
@@ -49,6 +60,7 @@ class Agent::MatchedStream : public StreamConsumer {
   // A reload: the same stream, framer and pending context, matched by the new rules.
   void Rebind(const std::shared_ptr<const RuleSet>& rules, MatchScratch* scratch) {
     pipeline_.Rebind(rules, scratch);
+    if (unrecognised_) unrecognised_->SetExplainWindow(rules->max_explain_window());
   }
 
   void OnBytes(std::string_view bytes) override {
@@ -58,7 +70,10 @@ class Agent::MatchedStream : public StreamConsumer {
     Account();
   }
   void OnQuiet() override {
-    if (pipeline_.has_pending()) pipeline_.SettlePending();
+    if (pipeline_.has_pending() || (unrecognised_ && unrecognised_->held() > 0)) {
+      pipeline_.SettlePending();
+      Account();
+    }
   }
   void OnEnd() override {
     pipeline_.Finish();
@@ -73,14 +88,21 @@ class Agent::MatchedStream : public StreamConsumer {
     if (truncated != counted_truncated_) metrics_.AddTruncatedLines(truncated - counted_truncated_);
     counted_lines_ = lines;
     counted_truncated_ = truncated;
+    if (unrecognised_) {
+      const uint64_t n = unrecognised_->unrecognised_lines();
+      counters_.unrecognised->Increment(static_cast<double>(n - counted_unrecognised_));
+      counted_unrecognised_ = n;
+    }
   }
 
   const StreamOrigin origin_;
+  std::optional<StreamDiscovery> unrecognised_;
   StreamPipeline pipeline_;
   Metrics& metrics_;
   const Metrics::SourceCounters counters_;
   uint64_t counted_lines_ = 0;
   uint64_t counted_truncated_ = 0;
+  uint64_t counted_unrecognised_ = 0;
   std::unordered_set<MatchedStream*>& live_;
 };
 
@@ -114,6 +136,8 @@ Agent::Agent(Config config, std::shared_ptr<const RuleSet> rules, AgentOptions o
       metrics_(signature_labels_),
       metrics_sink_(std::make_unique<MetricsSink>(metrics_)),
       events_(signature_labels_),
+      discovery_(DiscoveryOptions{.max_templates = config_.discover_max_templates,
+                                  .alert_after = config_.discover_alert_after}),
       scratch_(std::make_unique<MatchScratch>(rules_->patterns())),
       http_(io_),
       sources_([this](const Config& section) { return ContextFor(section); }) {
@@ -178,6 +202,7 @@ SourceContext Agent::ContextFor(const Config& section) {
               return std::make_unique<MatchedStream>(StreamOrigin{source_id, ++streams_started_, name},
                                                   rules_, &findings_, scratch_.get(),
                                                   config_.max_line_bytes, metrics_, counters,
+                                                  config_.discover_enabled ? &discovery_ : nullptr,
                                                   live_streams_);
             };
           },
@@ -200,6 +225,7 @@ void Agent::AddRoutes() {
   http_.AddRoute(
       {.path = "/metrics", .handler = [this](const HttpRequest&) {
          metrics_.CountMatchErrors(MatchErrorTotals());
+         CountUnrecognised();
          return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics_.Serialize()};
        }});
   // The loop answers: that is all liveness means, so a slow disk never restarts the agent.
@@ -210,6 +236,9 @@ void Agent::AddRoutes() {
   // Log lines leave the agent here: a web page rebound to 127.0.0.1 must not read them.
   http_.AddRoute({.path = "/api/v1/findings", .admin = true, .handler = [this](const HttpRequest&) {
                     return HttpResponse{200, "application/json", LatestFindingsJson(latest_)};
+                  }});
+  http_.AddRoute({.path = "/api/v1/unrecognised", .admin = true, .handler = [this](const HttpRequest&) {
+                    return HttpResponse{200, "application/json", UnrecognisedJson(discovery_)};
                   }});
   // The status page and its JSON show log lines, so they are admin routes like the findings.
   http_.AddRoute({.path = "/", .admin = true, .handler = [this](const HttpRequest&) {
@@ -229,6 +258,21 @@ void Agent::AddRoutes() {
                                         "ready: " + std::to_string(rules_->rules().size()) +
                                             " rules, " + std::to_string(sources) + " source(s)\n"};
                   }});
+}
+
+void Agent::CountUnrecognised() {
+  // The most frequent templates, lines summed per id (two templates can come to the same text).
+  std::vector<Metrics::TemplateCount> top;
+  for (const TemplateStats* t : discovery_.Sorted()) {
+    auto same = std::find_if(top.begin(), top.end(),
+                             [&](const Metrics::TemplateCount& c) { return c.id == t->id; });
+    if (same != top.end()) {
+      same->count += t->count;
+    } else if (top.size() < config_.discover_max_series) {
+      top.push_back({t->id, t->count});
+    }
+  }
+  metrics_.SetUnrecognised(top, discovery_.size(), discovery_.evictions());
 }
 
 void Agent::WaitForSignal() {

@@ -2,8 +2,12 @@
 // Asio event loop: file tailers -> framing and matching (one StreamPipeline per file) -> the
 // finding fan-out (metrics first; the lifecycle tracker and alert policy are added to the same
 // fan-out; owned events feed the latest hit per signature and the per-signature tally) and the
-// HTTP listener that serves /metrics, /healthz, /readyz, /api/v1/findings, the status page `/`
-// and /api/v1/status (agent_status.cc builds what the last two show).
+// HTTP listener that serves /metrics, /healthz, /readyz, /api/v1/findings, /api/v1/unrecognised,
+// the status page `/` and /api/v1/status (agent_status.cc builds what the last two show). Each
+// stream also has a StreamDiscovery (agent/discover/) when discover.enabled: error lines no rule
+// explains go to the agent's one Discovery. Its alert hook (Discovery::SetAlertHook: an owned
+// FindingEvent for signature `unrecognised.<template id>` once a template has
+// discover.alert_after lines) is where the alert stage attaches.
 //
 // Everything runs on the one thread that calls Run(); Stop() may be called from a signal handler
 // installed on the same loop (Start installs one for SIGINT and SIGTERM, and SIGHUP reloads).
@@ -27,6 +31,7 @@
 
 #include "agent/config/config.h"
 #include "agent/core/asio.h"
+#include "agent/discover/discovery.h"
 #include "agent/http/http_server.h"
 #include "agent/match/rule_set.h"
 #include "agent/app/config_watcher.h"
@@ -73,6 +78,8 @@ class Agent {
   class MatchedStream;
 
   void AddRoutes();
+  // Brings the unrecognised-error metrics up to date (at scrape time).
+  void CountUnrecognised();
   void WaitForSignal();
   // Why the agent is not ready to do its job; empty when it is (/readyz).
   std::string NotReadyReason() const;
@@ -103,6 +110,7 @@ class Agent {
   FindingFanout findings_;
   FindingEventBuilder events_;
   LatestFindings latest_;
+  Discovery discovery_;
   SignatureTally tally_;
   const std::chrono::system_clock::time_point started_at_ = std::chrono::system_clock::now();
   std::chrono::system_clock::time_point rules_loaded_at_ = started_at_;

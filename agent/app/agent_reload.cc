@@ -8,14 +8,16 @@
 //   removed rules' series go (as do their rows on the status page).
 // - Sources: SourceSet::Apply starts added sources, stops removed ones and restarts the ones
 //   whose section changed; the others are not touched.
-// - Settings that only a restart can change (http.listen, limits.max_open_files) are kept as they
-//   run, with a warning; framing.max_line_bytes and rules.context_idle_flush_ms apply to streams
+// - Settings that only a restart can change (http.listen, limits.max_open_files, discover.*) are
+//   kept as they run, with a warning; the new rules are compiled with the discovery's watch
+//   patterns when it runs, and each stream's discovery takes the new rules' explain window; framing.max_line_bytes and rules.context_idle_flush_ms apply to streams
 //   and sources started from now on; log.level, reload.* and the admin token apply at once.
 #include <spdlog/spdlog.h>
 
 #include <set>
 
 #include "agent/app/agent.h"
+#include "agent/discover/error_cues.h"
 
 namespace faultline {
 namespace {
@@ -41,7 +43,11 @@ void Agent::StartReloads() {
       [this](LoadedConfig next, std::string* summary) {
         return ApplyReload(std::move(next), summary);
       },
-      [this](const ReloadResult& result) { OnReloadResult(result); });
+      [this](const ReloadResult& result) { OnReloadResult(result); },
+      [watch = config_.discover_enabled](const std::string& path) {
+        return LoadConfigAndRulesWatching(path,
+                                          watch ? WatchPatterns() : std::vector<std::string>{});
+      });
   reloads_->SetBudget(
       {std::chrono::milliseconds(config_.reload.timeout_ms), config_.reload.max_memory_bytes});
   metrics_.SetLoadedAt(rules_loaded_at_);
@@ -88,6 +94,16 @@ std::vector<std::string> Agent::ApplyReload(LoadedConfig next, std::string* summ
   if (wanted.max_open_files != config_.max_open_files) {
     warnings.push_back("limits.max_open_files changes only at a restart");
     wanted.max_open_files = config_.max_open_files;
+  }
+  if (wanted.discover_enabled != config_.discover_enabled ||
+      wanted.discover_max_templates != config_.discover_max_templates ||
+      wanted.discover_alert_after != config_.discover_alert_after ||
+      wanted.discover_max_series != config_.discover_max_series) {
+    warnings.push_back("discover.* changes only at a restart");
+    wanted.discover_enabled = config_.discover_enabled;
+    wanted.discover_max_templates = config_.discover_max_templates;
+    wanted.discover_alert_after = config_.discover_alert_after;
+    wanted.discover_max_series = config_.discover_max_series;
   }
 
   // Rules: streams first, so that pending hits of removed rules settle under the old binding.

@@ -1,16 +1,19 @@
 // Agent::Status: gathers what the status page and /api/v1/status show from the stages that know
-// it (tally and latest hits, sources, rules, reloads), on the event loop.
+// it (tally and latest hits, unrecognised errors, sources, rules, reloads), on the event loop.
 #include <map>
 #include <string_view>
 
 #include "agent/app/agent.h"
 #include "agent/core/version.h"
+#include "agent/framing/utf8.h"
 
 namespace faultline {
 namespace {
 
 // Rows the page and the JSON carry; the tally keeps more, and says how many.
 constexpr std::size_t kMaxStatusSignatures = 500;
+// Templates of unrecognised errors they carry; /api/v1/unrecognised has all of them.
+constexpr std::size_t kMaxStatusTemplates = 100;
 
 }  // namespace
 
@@ -46,6 +49,26 @@ StatusReport Agent::Status() {
     source.status = std::move(status);
     source.lines = static_cast<uint64_t>(counters.lines->Value());
     source.bytes = static_cast<uint64_t>(counters.bytes->Value());
+  }
+
+  report.unrecognised.enabled = config_.discover_enabled;
+  const std::vector<const TemplateStats*> templates = discovery_.Sorted();
+  report.unrecognised.templates_total = templates.size();
+  report.unrecognised.lines = discovery_.lines();
+  report.unrecognised.evicted = discovery_.evictions();
+  for (const TemplateStats* t : templates) {
+    if (report.unrecognised.templates.size() >= kMaxStatusTemplates) break;
+    report.unrecognised.templates.push_back({.id = t->id,
+                                             .text = SanitizeUtf8(t->text),
+                                             .cue = std::string(CueName(t->cue)),
+                                             .severity = CueSeverity(t->cue),
+                                             .count = t->count,
+                                             .first_seen = t->first_seen,
+                                             .last_seen = t->last_seen,
+                                             .source_id = t->first.source_id,
+                                             .stream = SanitizeUtf8(t->first.stream),
+                                             .line_number = t->first.line_number,
+                                             .first_text = SanitizeUtf8(t->first.text)});
   }
 
   report.rules.loaded = rules_->rules().size();

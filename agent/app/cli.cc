@@ -27,7 +27,9 @@ Commands:
   run -c CONFIG           watch logs as they are written; serve /metrics and /healthz
   watch -- CMD ARGS...    run a command, pass its output through, diagnose it when it ends
   check -c CONFIG         validate a config and its rules, reporting every error
-  rules list|test|eval    list the rule pack, run its examples, evaluate it on a log corpus
+  rules list|test|eval|suggest
+                          list the rule pack, run its examples, evaluate it on a log corpus,
+                          draft a rule from an unrecognised error
 
 Every command takes --help. faultline --version prints the version.
 )";
@@ -59,14 +61,17 @@ std::vector<std::string> DefaultRulePaths() {
   return {"rules"};
 }
 
-std::shared_ptr<const RuleSet> LoadRuleSetOrReport(const std::vector<std::string>& paths) {
+std::shared_ptr<const RuleSet> LoadRuleSetOrReport(const std::vector<std::string>& paths,
+                                                   const std::vector<std::string>& watch_patterns) {
   Result<std::vector<Rule>> rules = LoadRules(paths);
   if (!rules.ok()) {
     std::cerr << FormatErrors(rules.errors());
     std::cerr << "faultline: rule load failed with " << rules.errors().size() << " error(s)\n";
     return nullptr;
   }
-  Result<std::shared_ptr<const RuleSet>> set = RuleSet::Compile(std::move(rules).value(), DatabaseCache::DefaultDir());
+  Result<std::shared_ptr<const RuleSet>> set = RuleSet::Compile(std::move(rules).value(),
+                                                               DatabaseCache::DefaultDir(),
+                                                               watch_patterns);
   if (!set.ok()) {
     std::cerr << FormatErrors(set.errors());
     return nullptr;

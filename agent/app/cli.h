@@ -35,8 +35,10 @@ int WatchCommand(const Args& args);
 // the source tree the binary was built in, else <prefix>/share/faultline/rules, else ./rules.
 std::vector<std::string> DefaultRulePaths();
 
-// Loads and compiles rules, printing every error to stderr; null on failure.
-std::shared_ptr<const RuleSet> LoadRuleSetOrReport(const std::vector<std::string>& paths);
+// Loads and compiles rules, printing every error to stderr; null on failure. `watch_patterns` are
+// compiled in beside them (RuleSet::Compile), for discovery.
+std::shared_ptr<const RuleSet> LoadRuleSetOrReport(
+    const std::vector<std::string>& paths, const std::vector<std::string>& watch_patterns = {});
 
 // True when `arg` is -h or --help.
 bool IsHelp(const std::string& arg);

@@ -38,6 +38,11 @@ std::vector<std::string> Strings(const ErrorList& errors) {
 }  // namespace
 
 Result<LoadedConfig> LoadConfigAndRules(const std::string& path) {
+  return LoadConfigAndRulesWatching(path, {});
+}
+
+Result<LoadedConfig> LoadConfigAndRulesWatching(const std::string& path,
+                                                const std::vector<std::string>& watch_patterns) {
   Result<Config> config = LoadConfig(path);
   if (!config.ok()) return config.errors();
   LoadedConfig loaded;
@@ -51,7 +56,7 @@ Result<LoadedConfig> LoadConfigAndRules(const std::string& path) {
   Result<std::vector<Rule>> rules = LoadRules(loaded.config.rule_paths);
   if (!rules.ok()) return rules.errors();
   Result<std::shared_ptr<const RuleSet>> set =
-      RuleSet::Compile(std::move(rules).value(), DatabaseCache::DefaultDir());
+      RuleSet::Compile(std::move(rules).value(), DatabaseCache::DefaultDir(), watch_patterns);
   if (!set.ok()) return set.errors();
   loaded.rules = std::move(set).value();
   loaded.scratch = std::make_unique<MatchScratch>(loaded.rules->patterns());

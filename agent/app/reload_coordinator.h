@@ -61,6 +61,10 @@ struct LoadedConfig {
 
 // Reads `path` and everything it names, and compiles it. Errors have file, line and key.
 Result<LoadedConfig> LoadConfigAndRules(const std::string& path);
+// The same, with `watch_patterns` compiled in beside the rules (RuleSet::Compile), for an agent
+// whose streams have a LineWatcher (discovery).
+Result<LoadedConfig> LoadConfigAndRulesWatching(const std::string& path,
+                                                const std::vector<std::string>& watch_patterns);
 
 struct ReloadBudget {
   std::chrono::milliseconds timeout{20000};

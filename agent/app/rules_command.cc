@@ -1,5 +1,7 @@
 // `faultline rules list|test|eval`: look at the rule pack, run its examples, measure it on a
 // corpus of real logs.
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -10,9 +12,15 @@
 #include <set>
 #include <sstream>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include "agent/app/cli.h"
+#include "agent/app/rule_draft.h"
 #include "agent/app/scan_file.h"
+#include "agent/discover/error_cues.h"
 #include "agent/app/scan_report.h"
+#include "agent/framing/line_framer.h"
 #include "agent/framing/utf8.h"
 
 namespace faultline {
@@ -20,7 +28,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr char kRulesUsage[] = R"(Usage: faultline rules <list|test|eval> [options]
+constexpr char kRulesUsage[] = R"(Usage: faultline rules <list|test|eval|suggest> [options]
 
   list [--rules DIR]... [--format text|json]
         every loaded rule: id, severity, category, title; then how many rules and failure
@@ -35,6 +43,11 @@ constexpr char kRulesUsage[] = R"(Usage: faultline rules <list|test|eval> [optio
         of the source tree), how many of those as a root cause rather than a consequence and as
         the report's first failure, and how many error-level findings the negative logs raised;
         fails on any miss or any such finding. A missing corpus is reported and skipped (exit 0).
+  suggest --from LOG [--template ID] [--rules DIR]...
+        scans LOG (- for stdin) like `faultline scan` and prints a draft rule (YAML) for one of
+        its unrecognised errors: template ID, or the one that appeared first. Its root cause and
+        fix are placeholders the rule loader rejects until you write them; its examples are the
+        template's lines. Exit 1 when there is no unrecognised error (or no template ID).
 
 Exit status: 0 all good, 1 a test or evaluation failed, 2 usage or rule errors.
 )";
@@ -364,6 +377,82 @@ int EvalRules(const Args& args) {
   return problems.empty() ? kExitOk : kExitFailuresFound;
 }
 
+int SuggestRule(const Args& args) {
+  std::vector<std::string> paths;
+  Args rest;
+  if (!TakeRules(args, paths, rest)) return kExitUsage;
+  std::string log;
+  std::string template_id;
+  for (size_t i = 0; i < rest.size(); ++i) {
+    if (rest[i] == "--from" && i + 1 < rest.size()) {
+      log = rest[++i];
+    } else if (rest[i] == "--template" && i + 1 < rest.size()) {
+      template_id = rest[++i];
+    } else {
+      std::cerr << "faultline rules suggest: unexpected argument '" << rest[i] << "'\n";
+      return kExitUsage;
+    }
+  }
+  if (log.empty()) {
+    std::cerr << "faultline rules suggest: --from LOG is required\n";
+    return kExitUsage;
+  }
+  const auto rules = LoadRuleSetOrReport(paths, WatchPatterns());
+  if (rules == nullptr) return kExitUsage;
+  const int fd = log == "-" ? STDIN_FILENO : open(log.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    std::cerr << "faultline rules suggest: cannot open " << log << ": " << std::strerror(errno)
+              << "\n";
+    return kExitUsage;
+  }
+  Discovery discovery;
+  ScanReport report;
+  MatchScratch scratch(rules->patterns());
+  std::string error;
+  const bool read = ScanFd(fd, log, rules, scratch, kDefaultMaxLineBytes, report, nullptr, &error,
+                           &discovery);
+  if (fd != STDIN_FILENO) close(fd);
+  if (!read) {
+    std::cerr << "faultline rules suggest: " << error << "\n";
+    return kExitUsage;
+  }
+  const std::vector<const TemplateStats*> templates = discovery.Sorted();
+  if (templates.empty()) {
+    std::cerr << "faultline rules suggest: no unrecognised errors in " << log
+              << ": every error line there is explained by a rule (or there is none)\n";
+    return kExitFailuresFound;
+  }
+  const TemplateStats* chosen = nullptr;
+  if (!template_id.empty()) {
+    chosen = discovery.Find(template_id);
+  } else {
+    // The first failure of a log is usually its cause.
+    chosen = *std::min_element(templates.begin(), templates.end(),
+                               [](const TemplateStats* a, const TemplateStats* b) {
+                                 return a->first.line_number < b->first.line_number;
+                               });
+  }
+  if (chosen == nullptr) {
+    std::cerr << "faultline rules suggest: no template " << template_id << " in " << log
+              << "; its templates are:\n";
+  }
+  if (chosen == nullptr || template_id.empty()) {
+    for (const TemplateStats* t : templates) {
+      if (t == chosen) continue;
+      std::cerr << (chosen == nullptr ? "  " : "  also: ") << t->id << "  (" << t->count
+                << (t->count == 1 ? " line)  " : " lines)  ") << SanitizeForDisplay(t->text)
+                << "\n";
+    }
+    if (chosen == nullptr) return kExitFailuresFound;
+  }
+  const RuleDraft draft = DraftRule(*chosen, log);
+  std::cout << draft.yaml;
+  std::cerr << "faultline rules suggest: drafted " << draft.id << " from template " << chosen->id
+            << " (" << chosen->count << (chosen->count == 1 ? " line" : " lines")
+            << "); fill in root_cause and fix before it can load\n";
+  return kExitOk;
+}
+
 }  // namespace
 
 int RulesCommand(const Args& args) {
@@ -381,6 +470,7 @@ int RulesCommand(const Args& args) {
   if (args[0] == "list") return ListRules(rest);
   if (args[0] == "test") return TestRules(rest);
   if (args[0] == "eval") return EvalRules(rest);
+  if (args[0] == "suggest") return SuggestRule(rest);
   std::cerr << "faultline rules: unknown subcommand '" << args[0] << "'\n" << kRulesUsage;
   return kExitUsage;
 }

@@ -8,6 +8,7 @@
 #include "agent/app/cli.h"
 #include "agent/config/config_loader.h"
 #include "agent/core/version.h"
+#include "agent/discover/error_cues.h"
 
 namespace faultline {
 namespace {
@@ -63,7 +64,8 @@ std::shared_ptr<const RuleSet> LoadAll(const std::string& path, Config& config) 
     return nullptr;
   }
   config = std::move(loaded).value();
-  return LoadRuleSetOrReport(config.rule_paths);
+  return LoadRuleSetOrReport(config.rule_paths, config.discover_enabled ? WatchPatterns()
+                                                                        : std::vector<std::string>{});
 }
 
 }  // namespace

@@ -13,6 +13,8 @@
 #include "agent/app/cli.h"
 #include "agent/app/scan_file.h"
 #include "agent/app/scan_report.h"
+#include "agent/discover/discovery.h"
+#include "agent/discover/error_cues.h"
 #include "agent/framing/line_framer.h"
 
 namespace faultline {
@@ -27,10 +29,18 @@ Options:
   --rules DIR          rule folder or file to use instead of the bundled pack (repeatable)
   --format text|json   report for people (default) or one JSON object for machines
   --max-line-bytes N   cut lines longer than N bytes (default 1048576)
+  --fail-on-unrecognised
+                       unrecognised errors (error lines no rule names) count as failures
+  --no-discover        do not look for unrecognised errors
   -h, --help           this help
 
-Exit status: 0 nothing of severity error or critical found, 1 something was, 2 usage, rule or
-input error.
+After the findings comes a list of unrecognised errors: lines that look like errors (an
+exception, a compiler error, an ERROR or FATAL log level, a crash, a non-zero exit status, ...)
+that no rule explains, grouped into templates. `faultline rules suggest --from FILE` drafts a
+rule from one.
+
+Exit status: 0 nothing of severity error or critical found, 1 something was (or, with
+--fail-on-unrecognised, an unrecognised error), 2 usage, rule or input error.
 )";
 
 // The config's limit too: line offsets in a batch are 32-bit, and no real log line is longer.
@@ -42,6 +52,8 @@ struct ScanOptions {
   std::vector<std::string> rule_paths;
   bool json = false;
   size_t max_line_bytes = kDefaultMaxLineBytes;
+  bool discover = true;
+  bool fail_on_unrecognised = false;
   std::vector<std::string> inputs;
 };
 
@@ -112,6 +124,10 @@ bool ParseScanArgs(const Args& args, ScanOptions& options, bool& help) {
         return false;
       }
       options.max_line_bytes = n;
+    } else if (a == "--no-discover") {
+      options.discover = false;
+    } else if (a == "--fail-on-unrecognised") {
+      options.fail_on_unrecognised = true;
     } else if (a.size() > 1 && a[0] == '-') {
       std::cerr << "faultline scan: unknown option '" << a << "'\n";
       return false;
@@ -139,8 +155,13 @@ int ScanCommand(const Args& args) {
     std::cout << kScanUsage;
     return kExitOk;
   }
+  if (options.fail_on_unrecognised && !options.discover) {
+    std::cerr << "faultline scan: --fail-on-unrecognised needs discovery; drop --no-discover\n";
+    return kExitUsage;
+  }
   const auto rules = LoadRuleSetOrReport(
-      options.rule_paths.empty() ? DefaultRulePaths() : options.rule_paths);
+      options.rule_paths.empty() ? DefaultRulePaths() : options.rule_paths,
+      options.discover ? WatchPatterns() : std::vector<std::string>{});
   if (rules == nullptr) return kExitUsage;
 
   // Open everything first: a typo in the last file name should not cost a long scan.
@@ -173,6 +194,8 @@ int ScanCommand(const Args& args) {
   }
 
   ScanReport report;
+  Discovery discovery;
+  if (options.discover) report.ShowUnrecognised(&discovery);
   MatchScratch scratch(rules->patterns());
   bool read_failed = false;
   {
@@ -180,7 +203,8 @@ int ScanCommand(const Args& args) {
     for (size_t i = 0; i < fds.size(); ++i) {
       std::string error;
       if (!ScanFd(fds[i], options.inputs[i], rules, scratch, options.max_line_bytes, report,
-                  [&](size_t n) { progress.Advance(n, i); }, &error)) {
+                  [&](size_t n) { progress.Advance(n, i); }, &error,
+                  options.discover ? &discovery : nullptr)) {
         std::cerr << "faultline scan: " << error << "\n";
         read_failed = true;
       }
@@ -194,7 +218,9 @@ int ScanCommand(const Args& args) {
   }
   std::cout << std::flush;
   if (read_failed) return kExitUsage;
-  return report.HasFailure() ? kExitFailuresFound : kExitOk;
+  const bool failed =
+      report.HasFailure() || (options.fail_on_unrecognised && report.HasUnrecognised());
+  return failed ? kExitFailuresFound : kExitOk;
 }
 
 }  // namespace faultline

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "agent/framing/line_framer.h"
 #include "agent/match/stream_pipeline.h"
@@ -14,9 +15,15 @@ namespace faultline {
 
 bool ScanFd(int fd, const std::string& name, const std::shared_ptr<const RuleSet>& rules,
             MatchScratch& scratch, size_t max_line_bytes, ScanReport& report,
-            const std::function<void(size_t)>& on_bytes, std::string* error) {
+            const std::function<void(size_t)>& on_bytes, std::string* error,
+            Discovery* discovery) {
   report.BeginFile(name);
-  StreamPipeline pipeline(rules, &report, &scratch, max_line_bytes);
+  std::optional<StreamDiscovery> unrecognised;
+  if (discovery != nullptr) {
+    unrecognised.emplace(*discovery, "", name, rules->max_explain_window());
+  }
+  StreamPipeline pipeline(rules, &report, &scratch, max_line_bytes, nullptr, nullptr,
+                          unrecognised ? &*unrecognised : nullptr);
   const InputReadResult read = ReadInput(fd, [&](std::string_view bytes) {
     pipeline.Feed(bytes);
     if (on_bytes) on_bytes(bytes.size());

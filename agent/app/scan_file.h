@@ -9,16 +9,20 @@
 #include <string>
 
 #include "agent/app/scan_report.h"
+#include "agent/discover/discovery.h"
 #include "agent/match/rule_set.h"
 
 namespace faultline {
 
 // Reads `fd` (not closed) to EOF as the stream `name`: a regular file through mappings, anything
 // else with read() (source/input_reader.h). `on_bytes` is told of every piece. Returns false, with
-// `error` set, when a read fails; what was read before is still in the report.
+// `error` set, when a read fails; what was read before is still in the report. `discovery`, when
+// given, records the error lines no rule explained (the rules must be compiled with the
+// discovery's watch patterns, error_cues.h).
 bool ScanFd(int fd, const std::string& name, const std::shared_ptr<const RuleSet>& rules,
             MatchScratch& scratch, size_t max_line_bytes, ScanReport& report,
-            const std::function<void(size_t)>& on_bytes, std::string* error);
+            const std::function<void(size_t)>& on_bytes, std::string* error,
+            Discovery* discovery = nullptr);
 
 // Scans in-memory text (rule examples) as one stream.
 void ScanText(std::string_view text, const std::string& name,

@@ -237,6 +237,7 @@ void ScanReport::PrintText(std::ostream& out) const {
                                          : std::to_string(files_.size()) + " files";
   if (findings == 0) {
     out << "faultline: no known failure found in " << where << " (" << lines_ << " lines)\n";
+    PrintUnrecognisedText(out);
     return;
   }
   out << "faultline: " << findings << (findings == 1 ? " finding" : " findings") << " in "
@@ -274,6 +275,30 @@ void ScanReport::PrintText(std::ostream& out) const {
       for (const Entry* c : g.consequences) PrintHead(out, *c, "    ");
     }
   }
+  PrintUnrecognisedText(out);
+}
+
+void ScanReport::PrintUnrecognisedText(std::ostream& out) const {
+  if (!HasUnrecognised()) return;
+  const std::vector<const TemplateStats*> templates = discovery_->Sorted();
+  out << "\nUnrecognised errors (error lines no rule names): " << templates.size()
+      << (templates.size() == 1 ? " template, " : " templates, ") << discovery_->lines()
+      << (discovery_->lines() == 1 ? " line" : " lines") << "\n";
+  for (size_t i = 0; i < templates.size() && i < kMaxTextTemplates; ++i) {
+    const TemplateStats& t = *templates[i];
+    out << "\nUNRECOGNISED  " << SanitizeForDisplay(t.text) << "\n";
+    out << "  template:   " << t.id << "  (" << t.count << (t.count == 1 ? " line, " : " lines, ")
+        << CueName(t.cue) << ")\n";
+    out << "  first:      " << SanitizeForDisplay(t.first.stream) << ":" << t.first.line_number
+        << ": " << SanitizeForDisplay(t.first.text) << "\n";
+  }
+  if (templates.size() > kMaxTextTemplates) {
+    out << "\n... and " << templates.size() - kMaxTextTemplates
+        << " more templates (--format json lists them all)\n";
+  }
+  out << "\nto draft a rule from one: faultline rules suggest --from "
+      << SanitizeForDisplay(templates[0]->first.stream) << " --template " << templates[0]->id
+      << "\n";
 }
 
 void ScanReport::PrintJson(std::ostream& out) const {
@@ -322,6 +347,25 @@ void ScanReport::PrintJson(std::ostream& out) const {
       f["caused_by"] = g.root->rule->id;
       doc["findings"].push_back(std::move(f));
     }
+  }
+  doc["unrecognised"] = nlohmann::json::array();
+  if (discovery_ != nullptr) {
+    for (const TemplateStats* t : discovery_->Sorted()) {
+      nlohmann::json examples = nlohmann::json::array();
+      for (const std::string& e : t->examples) examples.push_back(SanitizeUtf8(e));
+      doc["unrecognised"].push_back({{"template_id", t->id},
+                                     {"template", SanitizeUtf8(t->text)},
+                                     {"count", t->count},
+                                     {"cue", CueName(t->cue)},
+                                     {"severity", SeverityName(CueSeverity(t->cue))},
+                                     {"first",
+                                      {{"file", SanitizeUtf8(t->first.stream)},
+                                       {"line", t->first.line_number},
+                                       {"text", SanitizeUtf8(t->first.text)}}},
+                                     {"examples", examples}});
+    }
+    doc["unrecognised_lines"] = discovery_->lines();
+    if (discovery_->evictions() > 0) doc["unrecognised_evicted"] = discovery_->evictions();
   }
   doc["first_failure"] = nullptr;
   if (const auto first = FirstFailureOf(groups)) {

@@ -9,6 +9,8 @@
 // the input, else the earliest after it; a symptom that no root explains stays a root, as it is
 // all the log says. The report also names the first failure: the earliest root at error severity
 // or worse, with its rank and host when the log says them.
+// After the findings come the unrecognised errors, when the scan ran discovery (ShowUnrecognised):
+// error lines no rule explained, one entry per template (agent/discover/discovery.h).
 // Rendering is for people (text) or machines (JSON, schema in README.md); every log byte that
 // reaches either is sanitised to valid UTF-8 with control characters escaped. Not thread-safe.
 #ifndef FAULTLINE_APP_SCAN_REPORT_H_
@@ -21,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/discover/discovery.h"
 #include "agent/match/finding.h"
 #include "agent/match/line_origin.h"
 
@@ -34,6 +37,8 @@ class ScanReport : public FindingSink {
   static constexpr size_t kMaxHosts = 32;
   // Ranks whose host the log named, kept to name the host of the first failure.
   static constexpr size_t kMaxRankHosts = 4096;
+  // Unrecognised templates the text report lists; JSON lists them all.
+  static constexpr size_t kMaxTextTemplates = 20;
 
   // A report holds one line per signature; a 100 MB line is shown by its start, as the agent's
   // pending hits keep it.
@@ -82,6 +87,9 @@ class ScanReport : public FindingSink {
   // The earliest root of error severity or worse in `groups`; nothing when there is none.
   std::optional<FirstFailure> FirstFailureOf(const std::vector<Group>& groups) const;
   bool HasFailure() const;
+  // Lists the templates of `discovery` (which must outlive the report) after the findings.
+  void ShowUnrecognised(const Discovery* discovery) { discovery_ = discovery; }
+  bool HasUnrecognised() const { return discovery_ != nullptr && discovery_->size() > 0; }
   uint64_t lines() const { return lines_; }
   uint64_t truncated_lines() const { return truncated_lines_; }
   const std::vector<std::string>& files() const { return files_; }
@@ -97,6 +105,7 @@ class ScanReport : public FindingSink {
   };
 
   void AddOrigin(Entry& e, const LineOrigin& origin);
+  void PrintUnrecognisedText(std::ostream& out) const;
 
   std::vector<std::string> files_;
   uint64_t lines_ = 0;
@@ -104,6 +113,7 @@ class ScanReport : public FindingSink {
   std::map<uint32_t, Entry> entries_;  // by rule index
   std::map<int, std::string> host_of_rank_;
   std::optional<ObservedFirst> torchrun_first_;
+  const Discovery* discovery_ = nullptr;
 };
 
 }  // namespace faultline

@@ -51,6 +51,22 @@ std::string StatusJson(const StatusReport& r) {
                           {"last_seen", Time(s.last_seen)},
                           {"last_hit", s.last_hit ? Hit(*s.last_hit) : nlohmann::json()}});
   }
+  nlohmann::json templates = nlohmann::json::array();
+  for (const auto& t : r.unrecognised.templates) {
+    templates.push_back({{"template_id", t.id},
+                         {"template", t.text},
+                         {"signature", "unrecognised." + t.id},
+                         {"cue", t.cue},
+                         {"severity", SeverityName(t.severity)},
+                         {"count", t.count},
+                         {"first_seen", Time(t.first_seen)},
+                         {"last_seen", Time(t.last_seen)},
+                         {"first",
+                          {{"source", t.source_id},
+                           {"file", t.stream},
+                           {"line", t.line_number},
+                           {"text", t.first_text}}}});
+  }
   nlohmann::json sources = nlohmann::json::array();
   for (const auto& s : r.sources) {
     nlohmann::json streams = nlohmann::json::array();
@@ -87,6 +103,12 @@ std::string StatusJson(const StatusReport& r) {
       {"signatures", signatures},
       {"signatures_total", r.signatures_total},
       {"signatures_forgotten", r.signatures_forgotten},
+      {"unrecognised",
+       {{"enabled", r.unrecognised.enabled},
+        {"templates", templates},
+        {"templates_total", r.unrecognised.templates_total},
+        {"lines", r.unrecognised.lines},
+        {"evicted", r.unrecognised.evicted}}},
       {"sources", sources},
       {"rules",
        {{"loaded", r.rules.loaded},

@@ -133,6 +133,58 @@ void Signatures(std::string& out, const StatusReport& r) {
   out += "</section>";
 }
 
+void Unrecognised(std::string& out, const StatusReport& r) {
+  const auto& u = r.unrecognised;
+  out += "<section id=\"unrecognised\"><h2>Unrecognised errors (" +
+         std::to_string(u.templates_total) + " templates, " + std::to_string(u.lines) +
+         " lines)</h2>";
+  if (!u.enabled) {
+    out += "<p class=\"meta\">Off (<code>discover.enabled: false</code>).</p></section>";
+    return;
+  }
+  if (u.templates.empty()) {
+    out += "<p class=\"meta\">No error line that no rule explains since the agent "
+           "started.</p></section>";
+    return;
+  }
+  out += "<p class=\"meta\">Lines that look like errors and that no rule explains, grouped into "
+         "templates. <code>faultline rules suggest --from FILE --template ID</code> drafts a rule "
+         "from one.</p>";
+  out +=
+      "<table><thead><tr><th>Template</th><th>Severity</th><th>Count</th><th>First seen</th>"
+      "<th>Last seen</th><th>First line</th></tr></thead><tbody>";
+  for (const auto& t : u.templates) {
+    out += "<tr class=\"template\"><td><code class=\"tpl\">";
+    AppendBoundedHtmlText(out, t.text, kStatusMaxLineBytes);
+    out += "</code><div class=\"meta\"><code>" + t.id + "</code> · ";
+    Text(out, t.cue);
+    out += "</div></td><td>";
+    SeverityCell(out, t.severity);
+    out += "</td><td class=\"n\">" + std::to_string(t.count) + "</td><td>";
+    Time(out, r.generated_at, t.first_seen);
+    out += "</td><td>";
+    Time(out, r.generated_at, t.last_seen);
+    out += "</td><td><div class=\"meta\">";
+    Text(out, t.source_id);
+    out += " · <code>";
+    Text(out, t.stream);
+    out += ":" + std::to_string(t.line_number) + "</code></div><pre class=\"log\">";
+    AppendBoundedHtmlText(out, t.first_text, kStatusMaxLineBytes);
+    out += "</pre></td></tr>";
+  }
+  out += "</tbody></table>";
+  if (u.templates.size() < u.templates_total) {
+    out += "<p class=\"meta\">Showing the " + std::to_string(u.templates.size()) +
+           " with most lines; <a href=\"/api/v1/unrecognised\">/api/v1/unrecognised</a> has "
+           "them all.</p>";
+  }
+  if (u.evicted > 0) {
+    out += "<p class=\"meta\">" + std::to_string(u.evicted) +
+           " templates seen longest ago were forgotten (<code>discover.max_templates</code>).</p>";
+  }
+  out += "</section>";
+}
+
 void Sources(std::string& out, const StatusReport& r) {
   out += "<section id=\"sources\"><h2>Sources (" + std::to_string(r.sources.size()) + ")</h2>";
   if (r.sources.empty()) {
@@ -238,6 +290,7 @@ std::string RenderStatusHtml(const StatusReport& r) {
          std::to_string(kStatusRefreshSeconds) +
          " s · <a href=\"/api/v1/status\">JSON</a> · <a href=\"/metrics\">metrics</a></p></header>";
   Signatures(out, r);
+  Unrecognised(out, r);
   Sources(out, r);
   Rules(out, r);
   out += "</body></html>\n";

@@ -55,6 +55,29 @@ struct StatusReport {
   };
   std::vector<Source> sources;
 
+  // Unrecognised errors (agent/discover/): templates of error lines no rule explained, most lines
+  // first, at most max_templates of them. Their text is made valid UTF-8 when taken.
+  struct Template {
+    std::string id;
+    std::string text;  // variables as <*>
+    std::string cue;   // CueName
+    Severity severity = Severity::kError;
+    uint64_t count = 0;
+    TimePoint first_seen;
+    TimePoint last_seen;
+    std::string source_id;  // of the first line
+    std::string stream;
+    uint64_t line_number = 0;
+    std::string first_text;
+  };
+  struct Unrecognised {
+    bool enabled = false;  // discover.enabled
+    std::vector<Template> templates;
+    std::size_t templates_total = 0;  // held, before the cut
+    uint64_t lines = 0;
+    uint64_t evicted = 0;  // templates forgotten to stay within discover.max_templates
+  } unrecognised;
+
   struct Rules {
     std::size_t loaded = 0;
     std::size_t patterns = 0;

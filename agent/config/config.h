@@ -88,6 +88,12 @@ struct Config {
   // Descriptors all file sources may hold together; 0: auto (half the descriptor limit).
   std::size_t max_open_files = 0;
 
+  // Unrecognised errors (agent/discover/): error lines no rule explains, mined into templates.
+  bool discover_enabled = true;
+  std::size_t discover_max_templates = 1000;
+  uint64_t discover_alert_after = 3;  // occurrences before a template is an alert event
+  std::size_t discover_max_series = 20;  // per-template metric series, most frequent first
+
   std::vector<FileSourceConfig> file_sources;
   std::vector<StdinSourceConfig> stdin_sources;
   std::vector<FifoSourceConfig> fifo_sources;

@@ -41,6 +41,10 @@ constexpr int64_t kMaxRescanIntervalMs = 24 * 3600 * 1000;
 constexpr int64_t kMinMaxOpenFiles = 4;
 constexpr int64_t kMaxMaxOpenFiles = int64_t{1} << 20;
 constexpr int64_t kMaxIntMs = INT32_MAX;
+// Templates cost 2 to 5 KiB each (discover_eval memory); a million would be GiBs.
+constexpr int64_t kMaxTemplates = 100000;
+// Per-template series are for the few templates worth a dashboard, not a template catalogue.
+constexpr int64_t kMaxTemplateSeries = 1000;
 // A reload compiles a rule pack: a second covers a big pack on a slow machine, ten minutes is a
 // hang. Memory from 16 MiB (a small pack) to 64 GiB.
 constexpr int64_t kMinReloadTimeoutMs = 1000;
@@ -168,13 +172,15 @@ class ConfigParser {
       return;
     }
     const std::vector<Field> fields =
-        Fields(root, "", {"rules", "framing", "http", "log", "limits", "reload", "sources"});
+        Fields(root, "", {"rules", "framing", "http", "log", "limits", "discover", "reload",
+                          "sources"});
     for (const Field& f : fields) {
       if (f.name == "rules") ParseRules(f, config);
       if (f.name == "framing") ParseFraming(f, config);
       if (f.name == "http") ParseHttp(f, config);
       if (f.name == "log") ParseLog(f, config);
       if (f.name == "limits") ParseLimits(f, config);
+      if (f.name == "discover") ParseDiscover(f, config);
       if (f.name == "reload") ParseReload(f, config);
       if (f.name == "sources") ParseSources(f, config);
     }
@@ -376,6 +382,29 @@ class ConfigParser {
                      " to " + std::to_string(kMaxMaxOpenFiles) + ", got '" + text + "'");
       } else if (auto v = Integer(f, key, kMinMaxOpenFiles, kMaxMaxOpenFiles)) {
         config->max_open_files = static_cast<std::size_t>(*v);
+      }
+    }
+  }
+
+  void ParseDiscover(const Field& section, Config* config) {
+    const std::string path = "discover";
+    for (const Field& f : Fields(section.value, path,
+                                 {"enabled", "max_templates", "alert_after", "max_series"})) {
+      const std::string key = Join(path, f.name);
+      if (f.name == "enabled") {
+        if (auto v = Choice(f, key, {"true", "false"})) config->discover_enabled = *v == "true";
+      } else if (f.name == "max_templates") {
+        if (auto v = Integer(f, key, 1, kMaxTemplates)) {
+          config->discover_max_templates = static_cast<std::size_t>(*v);
+        }
+      } else if (f.name == "alert_after") {
+        if (auto v = Integer(f, key, 1, INT32_MAX)) {
+          config->discover_alert_after = static_cast<uint64_t>(*v);
+        }
+      } else if (f.name == "max_series") {
+        if (auto v = Integer(f, key, 0, kMaxTemplateSeries)) {
+          config->discover_max_series = static_cast<std::size_t>(*v);
+        }
       }
     }
   }

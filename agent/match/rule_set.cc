@@ -1,5 +1,6 @@
 #include "agent/match/rule_set.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -7,14 +8,16 @@
 
 namespace faultline {
 
-Result<std::shared_ptr<const RuleSet>> RuleSet::Compile(std::vector<Rule> rules,
-                                                       const std::string& cache_dir) {
+Result<std::shared_ptr<const RuleSet>> RuleSet::Compile(
+    std::vector<Rule> rules, const std::string& cache_dir,
+    const std::vector<std::string>& watch_patterns) {
   std::shared_ptr<RuleSet> set(new RuleSet());
   set->rules_ = std::move(rules);
   const size_t n = set->rules_.size();
   set->preceded_by_.resize(n);
   set->requires_any_.resize(n);
   set->label_regexes_.resize(n);
+  set->explain_windows_.resize(n, 0);
 
   std::vector<std::string> texts;
   std::map<std::string, uint32_t> ids;
@@ -32,6 +35,12 @@ Result<std::shared_ptr<const RuleSet>> RuleSet::Compile(std::vector<Rule> rules,
   for (uint32_t r = 0; r < n; ++r) {
     const Rule& rule = set->rules_[r];
     for (const std::string& p : rule.match_lines) intern(p, {r, PatternRole::kMatch});
+    uint32_t window = rule.context ? static_cast<uint32_t>(rule.context->within_lines) : 0;
+    for (const SequenceMatch& seq : rule.sequences) {
+      window = std::max(window, static_cast<uint32_t>(seq.within_lines));
+    }
+    set->explain_windows_[r] = window;
+    set->max_explain_window_ = std::max(set->max_explain_window_, window);
     for (const SequenceMatch& seq : rule.sequences) {
       const auto seq_index = static_cast<uint32_t>(set->sequences_.size());
       set->sequences_.push_back(
@@ -60,7 +69,21 @@ Result<std::shared_ptr<const RuleSet>> RuleSet::Compile(std::vector<Rule> rules,
       set->label_regexes_[r].push_back(std::move(re));
     }
   }
+  if (watch_patterns.size() > kMaxWatchPatterns) {
+    errors.push_back(Error{"", 0, "", "watch_patterns",
+                           "at most " + std::to_string(kMaxWatchPatterns) + " watch patterns"});
+  }
   if (!errors.empty()) return errors;
+  set->watch_count_ = watch_patterns.size();
+  for (uint32_t w = 0; w < watch_patterns.size(); ++w) {
+    intern(watch_patterns[w], {w, PatternRole::kWatch});
+  }
+  set->watch_masks_.assign(texts.size(), 0);
+  for (uint32_t p = 0; p < texts.size(); ++p) {
+    for (const PatternRef& ref : set->refs_[p]) {
+      if (ref.role == PatternRole::kWatch) set->watch_masks_[p] |= 1u << ref.rule;
+    }
+  }
 
   Result<std::unique_ptr<PatternSet>> patterns = PatternSet::Compile(texts, cache_dir);
   if (!patterns.ok()) return patterns.errors();

@@ -5,6 +5,9 @@
 // one hit fans out to every rule that uses it. Label patterns are compiled per rule and run only
 // on lines that produced a finding.
 //
+// Watch patterns (LineWatcher, line_watcher.h) can be compiled in beside the rules: they serve no
+// rule and only mark lines for a watcher, at no cost to lines that match nothing.
+//
 // Immutable after Compile and shared (std::shared_ptr<const RuleSet>) by every stream; safe to
 // read from several threads. Compile fails only on invalid patterns, which LoadRules has already
 // reported with their file and line.
@@ -31,6 +34,7 @@ enum class PatternRole : uint8_t {
   kRequires,         // context.requires_any
   kDowngradeAfter,   // context.downgrade_if_followed_by
   kDowngradeBefore,  // context.downgrade_if_preceded_by
+  kWatch,            // watch pattern `rule` (an index into the watch patterns, not a rule)
 };
 
 struct PatternRef {
@@ -49,9 +53,14 @@ struct CompiledSequence {
 
 class RuleSet {
  public:
-  // `cache_dir`: see PatternSet::Compile.
-  static Result<std::shared_ptr<const RuleSet>> Compile(std::vector<Rule> rules,
-                                                        const std::string& cache_dir = "");
+  // At most this many watch patterns: their hits are reported as bits of a 32-bit mask.
+  static constexpr std::size_t kMaxWatchPatterns = 32;
+
+  // `cache_dir`: see PatternSet::Compile. `watch_patterns`: RE2 patterns for a LineWatcher
+  // (at most kMaxWatchPatterns; more is a load error).
+  static Result<std::shared_ptr<const RuleSet>> Compile(
+      std::vector<Rule> rules, const std::string& cache_dir = "",
+      const std::vector<std::string>& watch_patterns = {});
 
   const std::vector<Rule>& rules() const { return rules_; }
   const PatternSet& patterns() const { return *patterns_; }
@@ -61,6 +70,13 @@ class RuleSet {
   // stream saw before a hit.
   std::span<const uint32_t> preceded_by(uint32_t rule) const { return preceded_by_[rule]; }
   std::span<const uint32_t> requires_any(uint32_t rule) const { return requires_any_[rule]; }
+  std::size_t watch_count() const { return watch_count_; }
+  // Bit i is set when `pattern` is watch pattern i.
+  uint32_t watch_mask(uint32_t pattern) const { return watch_masks_[pattern]; }
+  // How many lines around its hit a finding of `rule` explains: its context window, or the span
+  // of its longest sequence; 0 for a plain single-line rule. And the widest of all rules.
+  uint32_t explain_window(uint32_t rule) const { return explain_windows_[rule]; }
+  uint32_t max_explain_window() const { return max_explain_window_; }
   // One RE2 per entry of rules()[rule].labels.
   std::span<const std::unique_ptr<RE2>> label_regexes(uint32_t rule) const {
     return label_regexes_[rule];
@@ -76,6 +92,10 @@ class RuleSet {
   std::vector<std::vector<uint32_t>> preceded_by_;   // per rule
   std::vector<std::vector<uint32_t>> requires_any_;  // per rule
   std::vector<std::vector<std::unique_ptr<RE2>>> label_regexes_;  // per rule
+  std::size_t watch_count_ = 0;
+  std::vector<uint32_t> watch_masks_;      // per pattern
+  std::vector<uint32_t> explain_windows_;  // per rule
+  uint32_t max_explain_window_ = 0;
 };
 
 }  // namespace faultline

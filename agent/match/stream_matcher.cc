@@ -19,10 +19,11 @@ std::string_view Preview(std::string_view text, size_t max, bool* truncated) {
 }  // namespace
 
 StreamMatcher::StreamMatcher(std::shared_ptr<const RuleSet> rules, FindingSink* sink,
-                             const StreamOrigin* origin)
+                             const StreamOrigin* origin, LineWatcher* watcher)
     : rules_(std::move(rules)),
       sink_(sink),
       origin_(origin),
+      watcher_(rules_->watch_count() > 0 ? watcher : nullptr),
       last_seen_(rules_->patterns().size(), 0),
       last_triggered_(rules_->rules().size(), 0),
       sequences_(rules_->sequences().size()),
@@ -126,6 +127,22 @@ void StreamMatcher::Process(const LineBatch& batch, MatchScratch& scratch) {
   batch_ = nullptr;
   RememberTail(batch);
   SettleExpired(lines_seen_ + 1);
+  if (watcher_ != nullptr) Watch(batch, first);
+}
+
+void StreamMatcher::Watch(const LineBatch& batch, uint64_t first) {
+  watch_hits_.clear();
+  for (const PatternSet::Hit& hit : hits_) {
+    const uint32_t mask = rules_->watch_mask(hit.pattern);
+    if (mask == 0) continue;
+    if (!watch_hits_.empty() && watch_hits_.back().line == hit.line) {
+      watch_hits_.back().watches |= mask;
+    } else {
+      watch_hits_.push_back({hit.line, mask});
+    }
+  }
+  const std::optional<OpenLine> open = EarliestOpenLine();
+  watcher_->OnBatch(batch, first, watch_hits_, open ? open->line_number : lines_seen_ + 1);
 }
 
 void StreamMatcher::RememberTail(const LineBatch& batch) {
@@ -181,11 +198,13 @@ void StreamMatcher::SettlePending() {
     Settle(pending_.front());
     pending_.pop_front();
   }
+  if (watcher_ != nullptr) watcher_->OnSettled();
 }
 
 void StreamMatcher::Finish() {
   SettlePending();
   for (SequenceProgress& s : sequences_) s = SequenceProgress{};
+  if (watcher_ != nullptr) watcher_->OnFinish();
 }
 
 void StreamMatcher::ProcessLine(uint64_t line_number, std::string_view text, uint64_t line_begin,
@@ -446,6 +465,7 @@ void StreamMatcher::Emit(uint32_t rule, Severity severity, uint64_t line_number,
   finding.label_values = label_values_;
   finding.context_before = context_views_;
   sink_->OnFinding(finding);
+  if (watcher_ != nullptr) watcher_->OnFinding(line_number, rules_->explain_window(rule));
 }
 
 }  // namespace faultline

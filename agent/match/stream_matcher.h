@@ -21,10 +21,13 @@
 // label values and a few context lines (kPendingContextBytes each), never the whole line, so
 // kMaxPending hits of 64 MiB lines cost a few MiB, not GiBs.
 //
+// A LineWatcher (line_watcher.h), when given, is handed the lines the RuleSet's watch patterns
+// matched after each batch, and every finding as it is reported.
+//
 // Lines with no candidate pattern cost nothing here; work is per hit. Process never throws and,
 // after warm-up, allocates only for hits that become pending or carry labels.
-// Not thread-safe: one StreamMatcher per stream, used on one thread. The RuleSet and the sink
-// must outlive it.
+// Not thread-safe: one StreamMatcher per stream, used on one thread. The RuleSet, the sink and
+// the watcher must outlive it.
 #ifndef FAULTLINE_MATCH_STREAM_MATCHER_H_
 #define FAULTLINE_MATCH_STREAM_MATCHER_H_
 
@@ -37,6 +40,7 @@
 
 #include "agent/framing/line_batch.h"
 #include "agent/match/finding.h"
+#include "agent/match/line_watcher.h"
 #include "agent/match/pattern_set.h"
 #include "agent/match/rule_set.h"
 #include "agent/match/stream_state.h"
@@ -55,7 +59,7 @@ class StreamMatcher {
 
   // `origin`, when given, is stamped on every finding and must outlive the matcher.
   StreamMatcher(std::shared_ptr<const RuleSet> rules, FindingSink* sink,
-                const StreamOrigin* origin = nullptr);
+                const StreamOrigin* origin = nullptr, LineWatcher* watcher = nullptr);
 
   // Matches the lines of `batch`, numbered from lines_seen() + 1.
   void Process(const LineBatch& batch, MatchScratch& scratch);
@@ -149,13 +153,17 @@ class StreamMatcher {
             bool truncated);
   // Keeps the last lines of `batch` for the context of hits early in the next batch.
   void RememberTail(const LineBatch& batch);
+  // Hands the watch hits of `batch` (numbered from `first`) to the watcher.
+  void Watch(const LineBatch& batch, uint64_t first);
 
   std::shared_ptr<const RuleSet> rules_;
   FindingSink* const sink_;
   const StreamOrigin* const origin_;
+  LineWatcher* const watcher_;
 
   uint64_t lines_seen_ = 0;
   std::vector<PatternSet::Hit> hits_;
+  std::vector<LineWatcher::Hit> watch_hits_;
   std::vector<uint64_t> last_seen_;  // per pattern: last line it matched, 0 = never
   std::vector<uint64_t> last_triggered_;  // per rule: last line that raised it, 0 = never
   std::deque<Pending> pending_;

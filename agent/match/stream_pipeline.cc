@@ -4,9 +4,10 @@ namespace faultline {
 
 StreamPipeline::StreamPipeline(std::shared_ptr<const RuleSet> rules, FindingSink* sink,
                                MatchScratch* scratch, size_t max_line_bytes,
-                               const StreamOrigin* origin, const StreamResume* resume)
+                               const StreamOrigin* origin, const StreamResume* resume,
+                               LineWatcher* watcher)
     : framer_(max_line_bytes),
-      matcher_(std::move(rules), sink, origin),
+      matcher_(std::move(rules), sink, origin, watcher),
       scratch_(scratch),
       origin_(origin) {
   if (resume != nullptr) {

@@ -33,10 +33,11 @@ class StreamPipeline {
 
   // `origin`, when given, names the stream on every finding and must outlive the pipeline.
   // `resume`, when given, continues a stream from a checkpoint: the first byte fed is the byte at
-  // resume->position.offset.
+  // resume->position.offset. `watcher`, when given, sees the lines the RuleSet's watch patterns
+  // matched (line_watcher.h) and must outlive the pipeline.
   StreamPipeline(std::shared_ptr<const RuleSet> rules, FindingSink* sink, MatchScratch* scratch,
                  size_t max_line_bytes, const StreamOrigin* origin = nullptr,
-                 const StreamResume* resume = nullptr);
+                 const StreamResume* resume = nullptr, LineWatcher* watcher = nullptr);
 
   // Frames `bytes`; matches whenever a full batch is ready.
   void Feed(std::string_view bytes);

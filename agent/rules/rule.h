@@ -13,6 +13,10 @@
 
 namespace faultline {
 
+// What `faultline rules suggest` writes for the root cause and fix of a drafted rule. The loader
+// rejects a rule whose root_cause or fix still starts with it, so a draft cannot ship unfinished.
+inline constexpr std::string_view kDraftPlaceholder = "FILL IN:";
+
 // Ordered: a larger value is worse. Downgrades take the minimum.
 enum class Severity { kInfo = 0, kWarning = 1, kError = 2, kCritical = 3 };
 

@@ -75,6 +75,14 @@ class RuleParser {
     rule.resolved_by = Patterns(doc, "resolved_by", "resolved_by");
     rule.root_cause = RequiredString(doc, "root_cause");
     rule.fix = RequiredString(doc, "fix");
+    for (const auto& [key, text] : {std::pair{"root_cause", &rule.root_cause},
+                                    std::pair{"fix", &rule.fix}}) {
+      if (text->starts_with(kDraftPlaceholder)) {
+        Fail(doc[key], key,
+             "still the placeholder `faultline rules suggest` drafted; write it (what fails and "
+             "why, or how to fix it) before the rule can load");
+      }
+    }
     rule.fix_command = OptionalString(doc, "fix_command");
     rule.verify_command = OptionalString(doc, "verify_command");
     rule.failure_class = OptionalString(doc, "class");

@@ -66,6 +66,28 @@ void Metrics::RegisterFamilies() {
                        .Help("Rules in the running rule pack.")
                        .Register(*registry_)
                        .Add({});
+  unrecognised_ = &prometheus::BuildCounter()
+                       .Name("faultline_unrecognised_lines_total")
+                       .Help("Error lines no rule explained (unrecognised errors), by source.")
+                       .Register(*registry_);
+  template_lines_ =
+      &prometheus::BuildCounter()
+           .Name("faultline_unrecognised_template_lines_total")
+           .Help("Unrecognised error lines of the most frequent templates, by template id "
+                 "(GET /api/v1/unrecognised shows the templates).")
+           .Register(*registry_);
+  templates_ = &prometheus::BuildGauge()
+                    .Name("faultline_unrecognised_templates")
+                    .Help("Templates of unrecognised errors held (at most discover.max_templates).")
+                    .Register(*registry_)
+                    .Add({});
+  template_evictions_ =
+      &prometheus::BuildCounter()
+           .Name("faultline_unrecognised_template_evictions_total")
+           .Help("Templates forgotten, least recently seen first, to stay within "
+                 "discover.max_templates.")
+           .Register(*registry_)
+           .Add({});
   prometheus::Family<prometheus::Counter>& reloads =
       prometheus::BuildCounter()
           .Name("faultline_config_reloads_total")
@@ -156,7 +178,32 @@ void Metrics::CountFinding(const Finding& finding) {
 
 Metrics::SourceCounters Metrics::ForSource(const std::string& id) {
   return SourceCounters{.lines = &lines_->Add({{"source", id}}),
-                        .bytes = &bytes_->Add({{"source", id}})};
+                        .bytes = &bytes_->Add({{"source", id}}),
+                        .unrecognised = &unrecognised_->Add({{"source", id}})};
+}
+
+void Metrics::SetUnrecognised(std::span<const TemplateCount> top, std::size_t templates,
+                              uint64_t evictions) {
+  std::map<std::string, prometheus::Counter*> next;
+  for (const TemplateCount& t : top) {
+    prometheus::Counter* counter = nullptr;
+    if (auto old = template_series_.find(t.id); old != template_series_.end()) {
+      counter = old->second;
+      template_series_.erase(old);
+    } else {
+      counter = &template_lines_->Add({{"template_id", t.id}});
+    }
+    const double value = static_cast<double>(t.count);
+    if (value > counter->Value()) counter->Increment(value - counter->Value());
+    next.emplace(t.id, counter);
+  }
+  for (const auto& [id, counter] : template_series_) template_lines_->Remove(counter);
+  template_series_ = std::move(next);
+  templates_->Set(static_cast<double>(templates));
+  const double evicted = static_cast<double>(evictions);
+  if (evicted > template_evictions_->Value()) {
+    template_evictions_->Increment(evicted - template_evictions_->Value());
+  }
 }
 
 void Metrics::AddTruncatedLines(uint64_t n) { truncated_->Increment(static_cast<double>(n)); }

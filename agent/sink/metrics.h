@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -66,8 +67,22 @@ class Metrics {
   struct SourceCounters {
     prometheus::Counter* lines;
     prometheus::Counter* bytes;
+    prometheus::Counter* unrecognised;  // faultline_unrecognised_lines_total{source}
   };
   SourceCounters ForSource(const std::string& id);
+
+  // Unrecognised errors (agent/discover/): brings the per-template series
+  // faultline_unrecognised_template_lines_total{template_id} to `top` (the most frequent
+  // templates with their counts; the caller bounds how many), removing the series of templates
+  // no longer among them, and sets the number of live templates and evictions. Called at scrape
+  // time, so the hot path pays nothing per template. A template that leaves `top` and comes back
+  // starts a new series (a counter reset to Prometheus).
+  struct TemplateCount {
+    std::string id;
+    uint64_t count = 0;
+  };
+  void SetUnrecognised(std::span<const TemplateCount> top, std::size_t templates,
+                       uint64_t evictions);
 
   // Lines cut at max_line_bytes by framing.
   void AddTruncatedLines(uint64_t n);
@@ -113,6 +128,11 @@ class Metrics {
   prometheus::Counter* vectorscan_errors_;
   prometheus::Counter* re2_set_errors_;
   prometheus::Gauge* rules_loaded_;
+  prometheus::Family<prometheus::Counter>* unrecognised_;
+  prometheus::Family<prometheus::Counter>* template_lines_;
+  prometheus::Gauge* templates_;
+  prometheus::Counter* template_evictions_;
+  std::map<std::string, prometheus::Counter*> template_series_;  // by template id
   prometheus::Counter* reloads_ok_;
   prometheus::Counter* reloads_failed_;
   prometheus::Gauge* last_reload_ok_;

@@ -141,5 +141,64 @@ TEST(StatusJson, CarriesTheSameReport) {
   EXPECT_TRUE(j["reloads"]["last"].is_null());
 }
 
+StatusReport ReportWithUnrecognised(std::string first_text) {
+  StatusReport r = ReportWithHit("x", {});
+  r.unrecognised.enabled = true;
+  r.unrecognised.templates_total = 3;
+  r.unrecognised.lines = 9;
+  r.unrecognised.evicted = 4;
+  r.unrecognised.templates.push_back({.id = "7acfb9913d20",
+                                      .text = "ShardCorruptError: shard <*> truncated",
+                                      .cue = "python_exception",
+                                      .severity = Severity::kError,
+                                      .count = 7,
+                                      .first_seen = kNow - std::chrono::minutes(30),
+                                      .last_seen = kNow - std::chrono::seconds(3),
+                                      .source_id = "train",
+                                      .stream = "/var/log/train.log",
+                                      .line_number = 55,
+                                      .first_text = std::move(first_text)});
+  return r;
+}
+
+TEST(StatusPage, ShowsUnrecognisedTemplatesWithTheirFirstLine) {
+  const std::string page = RenderStatusHtml(ReportWithUnrecognised(
+      "ShardCorruptError: shard /d/a.tar truncated <script>alert(1)</script>"));
+  EXPECT_THAT(page, HasSubstr("Unrecognised errors (3 templates, 9 lines)"));
+  EXPECT_THAT(page, HasSubstr("<code class=\"tpl\">ShardCorruptError: shard &lt;*&gt; truncated"
+                              "</code>"));
+  EXPECT_THAT(page, HasSubstr("<code>7acfb9913d20</code> · python_exception"));
+  EXPECT_THAT(page, HasSubstr("<td class=\"n\">7</td>"));
+  EXPECT_THAT(page, HasSubstr("/var/log/train.log:55"));
+  EXPECT_THAT(page, HasSubstr("truncated &lt;script&gt;alert(1)&lt;/script&gt;</pre>"));
+  EXPECT_THAT(page, Not(HasSubstr("<script")));
+  EXPECT_THAT(page, HasSubstr("Showing the 1 with most lines"));
+  EXPECT_THAT(page, HasSubstr("4 templates seen longest ago were forgotten"));
+  // Before the sources.
+  EXPECT_LT(page.find("id=\"unrecognised\""), page.find("id=\"sources\""));
+
+  StatusReport off = ReportWithHit("x", {});
+  EXPECT_THAT(RenderStatusHtml(off), HasSubstr("Off (<code>discover.enabled: false</code>)"));
+}
+
+TEST(StatusJson, CarriesTheUnrecognisedTemplates) {
+  const nlohmann::json j = nlohmann::json::parse(StatusJson(ReportWithUnrecognised("line")));
+  const auto& u = j["unrecognised"];
+  EXPECT_EQ(true, u["enabled"]);
+  EXPECT_EQ(3, u["templates_total"]);
+  EXPECT_EQ(9, u["lines"]);
+  EXPECT_EQ(4, u["evicted"]);
+  ASSERT_EQ(1u, u["templates"].size());
+  const auto& t = u["templates"][0];
+  EXPECT_EQ("7acfb9913d20", t["template_id"]);
+  EXPECT_EQ("unrecognised.7acfb9913d20", t["signature"]);
+  EXPECT_EQ("ShardCorruptError: shard <*> truncated", t["template"]);
+  EXPECT_EQ(7, t["count"]);
+  EXPECT_EQ("error", t["severity"]);
+  EXPECT_EQ("/var/log/train.log", t["first"]["file"]);
+  EXPECT_EQ(55, t["first"]["line"]);
+  EXPECT_EQ("line", t["first"]["text"]);
+}
+
 }  // namespace
 }  // namespace faultline

@@ -177,8 +177,8 @@ TEST_F(ConfigLoaderTest, UnknownKeysAreErrorsAtEveryLevel) {
               ElementsAre(Pair(1, "rule"), Pair(5, "http.lisen"), Pair(10, "sources[0].start")));
   EXPECT_EQ(path, result.errors()[0].file);
   EXPECT_THAT(result.errors()[0].message,
-              HasSubstr("unknown key; allowed here: rules, framing, http, log, limits, reload, "
-                        "sources"));
+              HasSubstr("unknown key; allowed here: rules, framing, http, log, limits, discover, "
+                        "reload, sources"));
 }
 
 TEST_F(ConfigLoaderTest, ReloadAndAdminTokenKeysAreReadAndChecked) {
@@ -294,6 +294,39 @@ TEST_F(ConfigLoaderTest, DescriptorAndDiscoveryKeysAreValidated) {
   ASSERT_FALSE(words.ok());
   EXPECT_EQ("expected auto or a whole number from 4 to 1048576, got 'lots'",
             words.errors()[0].message);
+}
+
+TEST_F(ConfigLoaderTest, UnrecognisedErrorKeysAreReadAndChecked) {
+  Result<Config> defaults = LoadConfig(Write(kMinimal));
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_TRUE(defaults.value().discover_enabled);
+  EXPECT_EQ(1000u, defaults.value().discover_max_templates);
+  EXPECT_EQ(3u, defaults.value().discover_alert_after);
+  EXPECT_EQ(20u, defaults.value().discover_max_series);
+
+  Result<Config> set = LoadConfig(Write(
+      "discover:\n  enabled: false\n  max_templates: 50\n  alert_after: 1\n  max_series: 0\n",
+      "set.yaml"));
+  ASSERT_TRUE(set.ok()) << FormatErrors(set.errors());
+  EXPECT_FALSE(set.value().discover_enabled);
+  EXPECT_EQ(50u, set.value().discover_max_templates);
+  EXPECT_EQ(1u, set.value().discover_alert_after);
+  EXPECT_EQ(0u, set.value().discover_max_series);
+
+  Result<Config> bad = LoadConfig(Write(
+      "discover:\n"            // 1
+      "  enabled: yes\n"       // 2
+      "  max_templates: 0\n"   // 3
+      "  alert_after: -1\n"    // 4
+      "  max_series: 5000\n"   // 5
+      "  templates: 3\n",      // 6
+      "bad.yaml"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(LinesAndKeys(bad.errors()),
+              ElementsAre(Pair(6, "discover.templates"), Pair(2, "discover.enabled"),
+                          Pair(3, "discover.max_templates"), Pair(4, "discover.alert_after"),
+                          Pair(5, "discover.max_series")));
+  EXPECT_EQ("'yes' is not one of: true, false", bad.errors()[1].message);
 }
 
 TEST_F(ConfigLoaderTest, AutoDescriptorsAndAnEmptyExcludeAreAccepted) {

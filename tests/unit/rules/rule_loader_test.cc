@@ -111,6 +111,27 @@ TEST(ParseRules, UnknownKeyIsAnErrorWithFileLineAndKey) {
                                       "key 'contxt': unknown key"));
 }
 
+TEST(ParseRules, DraftPlaceholdersForRootCauseAndFixAreRejected) {
+  std::string yaml = kValid;
+  yaml.replace(yaml.find("root_cause: async_io"), std::string("root_cause: async_io").size(),
+               "root_cause: 'FILL IN: what fails, and why' #");
+  yaml.replace(yaml.find("fix: Build"), std::string("fix: Build").size(),
+               "fix: 'FILL IN: how to fix it' #");
+  Result<std::vector<Rule>> rules = ParseRules(yaml, "drafts/x.yaml");
+  ASSERT_FALSE(rules.ok());
+  ASSERT_EQ(2u, rules.errors().size()) << FormatErrors(rules.errors());
+  EXPECT_EQ("root_cause", rules.errors()[0].key);
+  EXPECT_EQ("fix", rules.errors()[1].key);
+  EXPECT_EQ("deepspeed.async_io.windows_link", rules.errors()[0].rule_id);
+  EXPECT_THAT(rules.errors()[0].message, HasSubstr("placeholder"));
+  EXPECT_GT(rules.errors()[0].line, 0);
+  // Mentioning the words elsewhere is fine; only a text that still starts with them is a draft.
+  std::string written = kValid;
+  written.replace(written.find("fix: Build"), std::string("fix: Build").size(),
+                  "fix: 'Never leave FILL IN: placeholders; build' #");
+  EXPECT_TRUE(ParseRules(written, "x.yaml").ok());
+}
+
 TEST(ParseRules, UnknownNestedKeyNamesItsPath) {
   const char yaml[] = R"(id: a.b
 title: t
