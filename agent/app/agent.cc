@@ -181,9 +181,18 @@ bool Agent::Start(std::string* error) {
   // One descriptor budget for every source, from the limit raised as far as it goes.
   descriptors_ = std::make_shared<DescriptorBudget>(
       DescriptorBudget::ForLimit(RaiseDescriptorLimit(), config_.max_open_files));
-  if (options_.config_sources) sources_.Apply(config_);
+  if (options_.config_sources) {
+    const SourceSet::Changes changes = sources_.Apply(config_);
+    if (!changes.failed.empty()) {  // at start, a source that cannot open is a load error
+      *error = "source " + changes.failed.front().first + ": " + changes.failed.front().second;
+      return false;
+    }
+  }
   const SourceContext context = ContextFor(config_);
   for (const SourceBuilder& build : extra_sources_) extra_running_.push_back(build(context));
+  for (auto& source : extra_running_) {
+    if (!source->Open(error)) return false;
+  }
   for (auto& source : extra_running_) source->Start();
   sources_started_ = true;
   // Reload re-reads the config's sources; an agent without them has nothing to reload.
@@ -204,6 +213,17 @@ SourceContext Agent::ContextFor(const Config& section) {
                                                   config_.max_line_bytes, metrics_, counters,
                                                   config_.discover_enabled ? &discovery_ : nullptr,
                                                   live_streams_);
+            };
+          },
+      .labeled_consumers =
+          [this](const std::string& source_id) -> LabeledStreamConsumerFactory {
+            const Metrics::SourceCounters counters = metrics_.ForSource(source_id);
+            return [this, counters, source_id](const std::string& name,
+                                               const StreamLabels& labels) {
+              return std::make_unique<MatchedStream>(
+                  StreamOrigin{source_id, ++streams_started_, name, labels}, rules_, &findings_,
+                  scratch_.get(), config_.max_line_bytes, metrics_, counters,
+                  config_.discover_enabled ? &discovery_ : nullptr, live_streams_);
             };
           },
       .descriptors = descriptors_,

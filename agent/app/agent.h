@@ -1,13 +1,13 @@
 // Agent: the daemon behind `faultline run`. It wires the stages of DESIGN.md together on one
-// Asio event loop: file tailers -> framing and matching (one StreamPipeline per file) -> the
-// finding fan-out (metrics first; the lifecycle tracker and alert policy are added to the same
-// fan-out; owned events feed the latest hit per signature and the per-signature tally) and the
-// HTTP listener that serves /metrics, /healthz, /readyz, /api/v1/findings, /api/v1/unrecognised,
-// the status page `/` and /api/v1/status (agent_status.cc builds what the last two show). Each
-// stream also has a StreamDiscovery (agent/discover/) when discover.enabled: error lines no rule
-// explains go to the agent's one Discovery. Its alert hook (Discovery::SetAlertHook: an owned
-// FindingEvent for signature `unrecognised.<template id>` once a template has
-// discover.alert_after lines) is where the alert stage attaches.
+// Asio event loop: sources (file tailers, sockets) -> framing and matching (one StreamPipeline
+// per stream) -> the finding fan-out (metrics first; the lifecycle tracker and alert policy are
+// added to the same fan-out; owned events feed the latest hit per signature and the per-signature
+// tally) and the HTTP listener that serves /metrics, /healthz, /readyz, /api/v1/findings,
+// /api/v1/unrecognised, the status page `/` and /api/v1/status (agent_status.cc builds what the
+// last two show). Each stream also has a StreamDiscovery (agent/discover/) when
+// discover.enabled: error lines no rule explains go to the agent's one Discovery. Its alert hook
+// (Discovery::SetAlertHook: an owned FindingEvent for signature `unrecognised.<template id>` once
+// a template has discover.alert_after lines) is where the alert stage attaches.
 //
 // Everything runs on the one thread that calls Run(); Stop() may be called from a signal handler
 // installed on the same loop (Start installs one for SIGINT and SIGTERM, and SIGHUP reloads).

@@ -147,6 +147,10 @@ std::vector<std::string> Agent::ApplyReload(LoadedConfig next, std::string* summ
   for (const std::string& id : changes.restarted) {
     warnings.push_back("source " + id + " restarted: its settings changed");
   }
+  for (const auto& [id, error] : changes.failed) {
+    warnings.push_back("source " + id + " not started: " + error +
+                       " (tried again at the next reload)");
+  }
   *summary = std::to_string(rules_->rules().size()) + " rules, " + std::to_string(sources_.size()) +
              " source(s)";
   if (!changes.started.empty())

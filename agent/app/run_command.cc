@@ -82,7 +82,11 @@ int CheckCommand(const Args& args) {
   const auto rules = LoadAll(path, config);
   if (rules == nullptr) return kExitUsage;
   std::cout << "faultline check: " << path << " is valid: " << rules->rules().size()
-            << " rules, " << config.file_sources.size() << " file source(s)\n";
+            << " rules, " << config.file_sources.size() << " file source(s)";
+  if (!config.net_sources.empty()) {
+    std::cout << ", " << config.net_sources.size() << " network source(s)";
+  }
+  std::cout << "\n";
   return kExitOk;
 }
 

@@ -8,14 +8,16 @@
 // streams, offsets and pending context untouched); one whose section changed is stopped (its
 // streams end and settle) and started again from the new section; one that is gone is stopped.
 //
-// Runs on the event-loop thread, like the sources. Nothing here fails: a source that cannot
-// follow a stream reports it through its status and its log.
+// Runs on the event-loop thread, like the sources. A source that cannot follow a stream reports
+// it through its status and its log; one that cannot open at all (a listener whose address is
+// taken) is not kept, is reported in Changes::failed and is tried again by the next Apply.
 #ifndef FAULTLINE_APP_SOURCE_SET_H_
 #define FAULTLINE_APP_SOURCE_SET_H_
 
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,6 +42,9 @@ class SourceSet {
     std::vector<std::string> started;
     std::vector<std::string> stopped;
     std::vector<std::string> restarted;
+    // Sources that could not open (a listener's address in use), with the reason: not running,
+    // so the next Apply tries them again.
+    std::vector<std::pair<std::string, std::string>> failed;
   };
 
   // Makes the running sources those of `config` (see the top). The first call starts them all.
@@ -59,7 +64,8 @@ class SourceSet {
     std::unique_ptr<Source> source;
   };
 
-  Running Start(Config section);
+  // Builds, opens and starts the source of `section`; nullopt with the reason when it cannot open.
+  std::optional<Running> Start(Config section, std::string* error);
 
   const ContextFactory context_;
   std::map<std::string, Running> running_;

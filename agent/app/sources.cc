@@ -7,6 +7,7 @@ std::vector<std::unique_ptr<Source>> BuildSources(const SourceContext& context) 
   using Builder = void (*)(const SourceContext&, std::vector<std::unique_ptr<Source>>&);
   static constexpr Builder kSourceTypes[] = {
       &BuildFileSources,
+      &BuildNetSources,
       &BuildStdinSources,
       &BuildFifoSources,
   };

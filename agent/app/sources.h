@@ -27,6 +27,9 @@ namespace faultline {
 class Source {
  public:
   virtual ~Source() = default;
+  // Load-time setup that can fail (binding a listener), before any source starts: false with
+  // the reason stops the agent's start.
+  virtual bool Open(std::string* /*error*/) { return true; }
   virtual void Start() = 0;
   // Ends every stream (each consumer gets OnEnd) and releases what the source holds.
   virtual void Stop() = 0;
@@ -42,6 +45,8 @@ struct SourceContext {
   const Config& config;
   // The consumer factory for the streams of source `source_id`.
   std::function<StreamConsumerFactory(const std::string& source_id)> consumers;
+  // The same, for streams with labels of their own (syslog's host and app).
+  std::function<LabeledStreamConsumerFactory(const std::string& source_id)> labeled_consumers;
   // Shared by every source that holds descriptors.
   std::shared_ptr<DescriptorBudget> descriptors;
   // Called once by a source whose streams have all ended for good (stdin closed, a watched
@@ -54,6 +59,7 @@ std::vector<std::unique_ptr<Source>> BuildSources(const SourceContext& context);
 
 // The builders behind BuildSources, one per source type.
 void BuildFileSources(const SourceContext& context, std::vector<std::unique_ptr<Source>>& out);
+void BuildNetSources(const SourceContext& context, std::vector<std::unique_ptr<Source>>& out);
 void BuildStdinSources(const SourceContext& context, std::vector<std::unique_ptr<Source>>& out);
 void BuildFifoSources(const SourceContext& context, std::vector<std::unique_ptr<Source>>& out);
 

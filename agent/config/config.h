@@ -51,6 +51,35 @@ struct ReloadConfig {
   std::size_t max_memory_bytes = std::size_t{1} << 30;
 };
 
+// Sources that listen on a socket: `type: tcp | udp | unix | unixgram`.
+enum class NetTransport { kTcp, kUdp, kUnix, kUnixgram };
+// How the bytes of a network source are read: plain lines, or syslog messages (RFC 3164 and 5424;
+// on stream sockets framed by octet counting or by LF, RFC 6587) whose host and app become labels.
+enum class NetFormat { kPlain, kSyslog };
+
+struct NetSourceConfig {
+  std::string id;  // as FileSourceConfig::id
+  NetTransport transport = NetTransport::kTcp;
+  std::string host;      // tcp, udp: the address to listen on (IP or name, IPv6 without brackets)
+  uint16_t port = 0;     // tcp, udp
+  std::string path;      // unix, unixgram: the socket file, absolute
+  uint32_t mode = 0660;  // unix, unixgram: permission bits of the socket file
+  NetFormat format = NetFormat::kPlain;
+  // Connections (tcp, unix) or peer streams (udp, unixgram) held at once.
+  std::size_t max_streams = 256;
+  // A connection (or peer stream) silent this long is closed and its stream ended.
+  int idle_timeout_ms = 3600 * 1000;
+  // A reload restarts a changed one (its connections end); an unchanged one keeps them.
+  bool operator==(const NetSourceConfig&) const = default;
+
+  bool stream() const {
+    return transport == NetTransport::kTcp || transport == NetTransport::kUnix;
+  }
+  bool local() const {
+    return transport == NetTransport::kUnix || transport == NetTransport::kUnixgram;
+  }
+};
+
 // `type: stdin`: the agent's standard input, read as one stream that ends when stdin closes (at
 // most one such source). When every source of the agent has ended, the agent stops (exit 0).
 struct StdinSourceConfig {
@@ -95,6 +124,7 @@ struct Config {
   std::size_t discover_max_series = 20;  // per-template metric series, most frequent first
 
   std::vector<FileSourceConfig> file_sources;
+  std::vector<NetSourceConfig> net_sources;
   std::vector<StdinSourceConfig> stdin_sources;
   std::vector<FifoSourceConfig> fifo_sources;
 };

@@ -41,6 +41,38 @@ constexpr int64_t kMaxRescanIntervalMs = 24 * 3600 * 1000;
 constexpr int64_t kMinMaxOpenFiles = 4;
 constexpr int64_t kMaxMaxOpenFiles = int64_t{1} << 20;
 constexpr int64_t kMaxIntMs = INT32_MAX;
+// A socket file's path must fit sockaddr_un::sun_path (108 bytes on Linux, with its NUL).
+constexpr std::size_t kMaxSocketPathBytes = 107;
+// Connections or peers one network source holds; each costs a descriptor (stream types) and a
+// stream's matching state, and the descriptor limit is shared with files and HTTP.
+constexpr int64_t kMaxNetStreams = 65536;
+// A connection closed after less than a second of silence would cut senders that pause between
+// writes.
+constexpr int64_t kMinIdleTimeoutMs = 1000;
+
+std::optional<NetTransport> NetTransportNamed(std::string_view type) {
+  if (type == "tcp") return NetTransport::kTcp;
+  if (type == "udp") return NetTransport::kUdp;
+  if (type == "unix") return NetTransport::kUnix;
+  if (type == "unixgram") return NetTransport::kUnixgram;
+  return std::nullopt;
+}
+
+// Octal permission bits, as chmod takes them: 660, 0660 or 0o660.
+std::optional<uint32_t> FileMode(std::string_view text) {
+  if (text.size() > 2 && text[0] == '0' && (text[1] == 'o' || text[1] == 'O')) {
+    text.remove_prefix(2);
+  }
+  if (text.empty() || text.size() > 4) return std::nullopt;
+  uint32_t mode = 0;
+  for (char c : text) {
+    if (c < '0' || c > '7') return std::nullopt;
+    mode = mode * 8 + static_cast<uint32_t>(c - '0');
+  }
+  if (mode > 0777) return std::nullopt;
+  return mode;
+}
+
 // Templates cost 2 to 5 KiB each (discover_eval memory); a million would be GiBs.
 constexpr int64_t kMaxTemplates = 100000;
 // Per-template series are for the few templates worth a dashboard, not a template catalogue.
@@ -442,7 +474,8 @@ class ConfigParser {
   }
 
   // The source types and the keys each allows; `id` and `type` are common to all.
-  static constexpr std::string_view kSourceTypes = "file, stdin, fifo";
+  static constexpr std::string_view kSourceTypes =
+      "file, stdin, fifo, tcp, udp, unix, unixgram";
 
   void ParseSource(const YAML::Node& node, const std::string& path, SourceIds* ids,
                    Config* config) {
@@ -457,6 +490,10 @@ class ConfigParser {
       if (it->first.IsScalar() && it->first.Scalar() == "type") {
         type = Scalar(Field{"type", it->first, it->second}, Join(path, "type"));
         if (!type) return;
+        if (const std::optional<NetTransport> net = NetTransportNamed(*type)) {
+          ParseNetSource(node, path, line, *net, ids, config);
+          return;
+        }
         if (*type != "file" && *type != "stdin" && *type != "fifo") {
           AddError(LineOf(it->first), Join(path, "type"),
                    "unknown source type '" + *type + "'; allowed: " + std::string(kSourceTypes));
@@ -564,6 +601,96 @@ class ConfigParser {
       ok = false;
     }
     if (ok) config->file_sources.push_back(std::move(source));
+  }
+
+  // A source of `type: tcp | udp | unix | unixgram` (NetSourceConfig).
+  void ParseNetSource(const YAML::Node& node, const std::string& path, int line,
+                      NetTransport transport, SourceIds* ids, Config* config) {
+    NetSourceConfig source;
+    source.transport = transport;
+    const bool local = source.local();
+    const std::string_view where_key = local ? "path" : "listen";
+    const std::string_view cap_key = source.stream() ? "max_connections" : "max_peers";
+    bool ok = true;
+    bool has_id = false;
+    bool has_where = false;
+    const std::vector<Field> fields =
+        local ? Fields(node, path,
+                       {"id", "type", "path", "mode", "format", cap_key, "idle_timeout_ms"})
+              : Fields(node, path, {"id", "type", "listen", "format", cap_key, "idle_timeout_ms"});
+    for (const Field& f : fields) {
+      const std::string key = Join(path, f.name);
+      if (f.name == "id") {
+        has_id = true;
+        ok = ParseSourceId(f, key, ids, &source.id) && ok;
+      } else if (f.name == "listen" && !local) {
+        has_where = true;
+        std::optional<std::string> text = Scalar(f, key);
+        std::string why;
+        if (!text) {
+          ok = false;
+        } else if (!ParseListen(*text, &source.host, &source.port, &why)) {
+          AddError(LineOf(f.key), key, "'" + *text + "': " + why);
+          ok = false;
+        }
+      } else if (f.name == "path" && local) {
+        has_where = true;
+        std::optional<std::string> text = Scalar(f, key);
+        if (!text || text->empty()) {
+          if (text) AddError(LineOf(f.key), key, "the socket path must not be empty");
+          ok = false;
+          continue;
+        }
+        source.path = Resolve(*text);
+        if (source.path.size() > kMaxSocketPathBytes) {
+          AddError(LineOf(f.key), key,
+                   "'" + source.path + "' is " + std::to_string(source.path.size()) +
+                       " bytes long; a socket path may have at most " +
+                       std::to_string(kMaxSocketPathBytes));
+          ok = false;
+        }
+      } else if (f.name == "mode") {
+        std::optional<std::string> text = Scalar(f, key);
+        std::optional<uint32_t> mode = text ? FileMode(*text) : std::nullopt;
+        if (!mode) {
+          if (text) {
+            AddError(LineOf(f.key), key,
+                     "expected permission bits in octal, 0000 to 0777 (e.g. 0660), got '" +
+                         *text + "'");
+          }
+          ok = false;
+        } else {
+          source.mode = *mode;
+        }
+      } else if (f.name == "format") {
+        if (auto v = Choice(f, key, {"plain", "syslog"})) {
+          source.format = *v == "syslog" ? NetFormat::kSyslog : NetFormat::kPlain;
+        } else {
+          ok = false;
+        }
+      } else if (f.name == cap_key) {
+        if (auto v = Integer(f, key, 1, kMaxNetStreams)) {
+          source.max_streams = static_cast<std::size_t>(*v);
+        } else {
+          ok = false;
+        }
+      } else if (f.name == "idle_timeout_ms") {
+        if (auto v = Integer(f, key, kMinIdleTimeoutMs, kMaxIntMs)) {
+          source.idle_timeout_ms = static_cast<int>(*v);
+        } else {
+          ok = false;
+        }
+      }
+    }
+    if (!has_id) {
+      AddError(line, Join(path, "id"), "required key is missing");
+      ok = false;
+    }
+    if (!has_where) {
+      AddError(line, Join(path, where_key), "required key is missing");
+      ok = false;
+    }
+    if (ok) config->net_sources.push_back(std::move(source));
   }
 
   void ParseStdinSource(const YAML::Node& node, const std::string& path, int line,

@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "agent/rules/rule.h"
@@ -22,6 +23,9 @@ struct StreamOrigin {
   std::string source_id;    // the config's source id
   uint64_t stream_id = 0;   // unique per agent run
   std::string stream_name;  // a path, a peer, "-" for stdin
+  // Labels of the stream itself (a syslog message's host and app: name, raw value). They join
+  // the rule's own labels on every finding of the stream; SignatureLabels bounds them.
+  std::vector<std::pair<std::string, std::string>> labels = {};
 };
 
 struct Finding {

@@ -163,7 +163,8 @@ void Metrics::CountFinding(const Finding& finding) {
     return;
   }
   auto [id, series] = bound_[finding.rule_index];
-  if (series->label_names.empty()) {
+  if (series->label_names.empty() &&
+      (finding.origin == nullptr || finding.origin->labels.empty())) {
     PlainCounter(*id, *series, finding.severity).Increment();
     return;
   }

@@ -5,8 +5,9 @@
 // faultline_signature_matches_total child per rule at 0 (so `increase()` and absence alerts work
 // before the first hit), the build info and the number of rules. The hot path then only
 // increments: CountFinding on a rule without labels indexes a vector of cached Counter pointers,
-// no map lookup, no allocation after the first hit per (rule, severity). Rules with labels take a
-// slower, allocating path; their labels are bounded by SignatureLabels (signature_labels.h), so a
+// no map lookup, no allocation after the first hit per (rule, severity). Rules with labels, and
+// findings of streams with labels of their own (syslog host and app), take a slower, allocating
+// path; their labels are bounded by SignatureLabels (signature_labels.h), so a
 // log can never grow the series count without bound.
 //
 // Series are keyed by rule id, not by the rule's place in a rule set: BindRules with a reloaded

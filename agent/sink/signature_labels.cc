@@ -43,6 +43,7 @@ void SignatureLabels::Bind(const std::vector<Rule>& rules) {
       fresh.labels.push_back(Label{rule.labels[l].name, l, {}});
     }
     auto old = by_id_.find(rule.id);
+    if (old != by_id_.end()) fresh.stream_seen = std::move(old->second.stream_seen);
     if (old != by_id_.end()) {
       std::vector<std::string> old_names;
       for (const Label& label : old->second.labels) old_names.push_back(label.name);
@@ -65,23 +66,33 @@ const LabelPairs& SignatureLabels::Resolve(const Finding& finding) {
   for (Label& label : rule.labels) {
     std::string_view raw;
     if (label.index < finding.label_values.size()) raw = finding.label_values[label.index];
-    std::string value;
-    if (raw.empty()) {
-      value = kUnknownLabelValue;
-    } else {
-      value = SanitizeUtf8(raw);
-      TruncateUtf8(value, kMaxLabelValueBytes);
-      if (!label.seen.contains(value)) {
-        if (label.seen.size() < static_cast<std::size_t>(rule.max_label_values)) {
-          label.seen.insert(value);
-        } else {
-          value = kOverflowLabelValue;
-        }
-      }
+    resolved_.emplace_back(label.name, Bounded(raw, label.seen, rule.max_label_values));
+  }
+  if (finding.origin == nullptr) return resolved_;
+  for (const auto& [name, raw] : finding.origin->labels) {
+    if (IsReservedName(name)) continue;
+    bool taken = false;
+    for (const Label& label : rule.labels) taken = taken || label.name == name;
+    if (taken) continue;
+    auto seen = rule.stream_seen.find(name);
+    if (seen == rule.stream_seen.end()) {
+      seen = rule.stream_seen.emplace(name, std::unordered_set<std::string>()).first;
     }
-    resolved_.emplace_back(label.name, std::move(value));
+    resolved_.emplace_back(name, Bounded(raw, seen->second, rule.max_label_values));
   }
   return resolved_;
+}
+
+std::string SignatureLabels::Bounded(std::string_view raw, std::unordered_set<std::string>& seen,
+                                     int max_label_values) {
+  if (raw.empty()) return kUnknownLabelValue;
+  std::string value = SanitizeUtf8(raw);
+  TruncateUtf8(value, kMaxLabelValueBytes);
+  if (!seen.contains(value)) {
+    if (seen.size() >= static_cast<std::size_t>(max_label_values)) return kOverflowLabelValue;
+    seen.insert(value);
+  }
+  return value;
 }
 
 std::string SignatureLabels::Key(const std::string& rule_id, const LabelPairs& labels) {

@@ -5,8 +5,10 @@
 // A capture is sanitised to valid UTF-8 and cut to kMaxLabelValueBytes; an empty capture becomes
 // `unknown`; at most the rule's max_label_values distinct values are kept per label, later new
 // values become `__overflow__`. So a log can never grow the number of signatures without bound.
-// Resolve is idempotent: asking twice for one finding gives the same labels, so several stages
-// may resolve the same finding and agree.
+// A finding's stream may carry labels of its own (StreamOrigin::labels: a syslog message's host
+// and app); they follow the rule's labels, bounded the same way per rule (a rule label of the
+// same name wins). Resolve is idempotent: asking twice for one finding gives the same labels, so
+// several stages may resolve the same finding and agree.
 //
 // State is keyed by rule id, so a reloaded rule set keeps the values its rules have seen (Bind).
 // Not thread-safe: the agent's event loop. Nothing fails after construction.
@@ -58,7 +60,13 @@ class SignatureLabels {
   struct RuleLabels {
     int max_label_values = Rule::kDefaultMaxLabelValues;
     std::vector<Label> labels;
+    // Values seen per stream label name.
+    std::map<std::string, std::unordered_set<std::string>, std::less<>> stream_seen;
   };
+
+  // `raw` sanitised, cut and bounded by `seen`: unknown when empty, overflow past the cap.
+  static std::string Bounded(std::string_view raw, std::unordered_set<std::string>& seen,
+                             int max_label_values);
 
   std::map<std::string, RuleLabels> by_id_;
   std::vector<RuleLabels*> bound_;  // by rule index

@@ -11,6 +11,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace faultline {
 
@@ -25,6 +27,15 @@ class StreamConsumer {
 // Makes the consumer of a new stream; `name` names it (a path, a peer address).
 using StreamConsumerFactory =
     std::function<std::unique_ptr<StreamConsumer>(const std::string& name)>;
+
+// Labels a stream carries for all its lines (a syslog message's host and app): name, value.
+// Values come from the stream's bytes; the consumer bounds and sanitises them before they
+// become metric labels.
+using StreamLabels = std::vector<std::pair<std::string, std::string>>;
+
+// As StreamConsumerFactory, for streams with labels of their own.
+using LabeledStreamConsumerFactory = std::function<std::unique_ptr<StreamConsumer>(
+    const std::string& name, const StreamLabels& labels)>;
 
 }  // namespace faultline
 

@@ -55,6 +55,7 @@ class SourceSetTest : public ::testing::Test {
             return c;
           };
         },
+        .labeled_consumers = {},  // no syslog sources here
         .descriptors = descriptors_,
         .ended = [] {},  // files never end
     };

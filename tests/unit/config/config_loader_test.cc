@@ -375,7 +375,8 @@ TEST_F(ConfigLoaderTest, EveryErrorOfOneLoadIsReportedTogether) {
                           Pair(6, "http.listen"), Pair(7, "log.level"), Pair(9, "sources[0].id"),
                           Pair(11, "sources[0].paths[1]"), Pair(12, "sources[1].type"),
                           Pair(14, "sources[2].paths")));
-  EXPECT_EQ("unknown source type 'socket'; allowed: file, stdin, fifo", result.errors()[6].message);
+  EXPECT_EQ("unknown source type 'socket'; allowed: file, stdin, fifo, tcp, udp, unix, unixgram",
+            result.errors()[6].message);
   EXPECT_EQ("required key is missing", result.errors()[7].message);
 }
 

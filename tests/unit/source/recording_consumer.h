@@ -1,0 +1,83 @@
+// Test helpers for sources: a StreamConsumer that records what its stream received, and a loop
+// runner that waits on a condition instead of sleeping.
+#ifndef FAULTLINE_TESTS_UNIT_SOURCE_RECORDING_CONSUMER_H_
+#define FAULTLINE_TESTS_UNIT_SOURCE_RECORDING_CONSUMER_H_
+
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "agent/core/asio.h"
+#include "agent/source/socket_peer.h"
+#include "agent/source/stream_consumer.h"
+
+namespace faultline::testing {
+
+struct RecordedStream {
+  static constexpr size_t kKeptBytes = 1 << 20;
+
+  std::string name = {};
+  std::string host = {};
+  StreamLabels labels = {};
+  std::string bytes = {};  // the first kKeptBytes received
+  size_t total = 0;        // every byte received
+  int on_bytes_calls = 0;
+  int quiet = 0;
+  bool ended = false;
+};
+
+class RecordingConsumer : public StreamConsumer {
+ public:
+  explicit RecordingConsumer(RecordedStream* stream) : stream_(stream) {}
+  void OnBytes(std::string_view bytes) override {
+    if (stream_->bytes.size() < RecordedStream::kKeptBytes) stream_->bytes.append(bytes);
+    stream_->total += bytes.size();
+    ++stream_->on_bytes_calls;
+  }
+  void OnQuiet() override { ++stream_->quiet; }
+  void OnEnd() override { stream_->ended = true; }
+
+ private:
+  RecordedStream* stream_;
+};
+
+// Every stream made, in order of creation; the deque keeps their addresses.
+struct Recorder {
+  std::deque<RecordedStream> streams;
+
+  PeerConsumerFactory ForPeers() {
+    return [this](const SocketPeer& peer) {
+      streams.push_back(RecordedStream{.name = peer.name, .host = peer.host});
+      return std::make_unique<RecordingConsumer>(&streams.back());
+    };
+  }
+  LabeledStreamConsumerFactory Labeled() {
+    return [this](const std::string& name, const StreamLabels& labels) {
+      streams.push_back(RecordedStream{.name = name, .labels = labels});
+      return std::make_unique<RecordingConsumer>(&streams.back());
+    };
+  }
+  std::string AllBytes() const {
+    std::string all;
+    for (const RecordedStream& s : streams) all += s.bytes;
+    return all;
+  }
+};
+
+// Runs `io` until `done` holds or `timeout` passes; true when it holds.
+inline bool RunUntil(asio::io_context& io, const std::function<bool()>& done,
+                     std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    io.restart();
+    io.run_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+}  // namespace faultline::testing
+
+#endif  // FAULTLINE_TESTS_UNIT_SOURCE_RECORDING_CONSUMER_H_
