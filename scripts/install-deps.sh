@@ -9,7 +9,7 @@ packages=(
   libcurl4-openssl-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
   libvectorscan-dev
   clang-14 libclang-rt-14-dev
-  python3 ripgrep mtail time
+  python3 ripgrep mtail time logrotate
   prometheus prometheus-alertmanager yamllint dpkg-dev strace
   chromium
 )

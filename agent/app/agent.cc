@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <optional>
 
@@ -35,27 +36,48 @@ class Agent::MetricsSink : public FindingSink {
 };
 
 // One stream of any source: its pipeline and the counters of its source.
-class Agent::MatchedStream : public StreamConsumer {
+//
+// A stream resumed from a checkpoint starts reading at the checkpoint's committed position, so it
+// reads again the lines between there and where the checkpoint's stream had read (read_line):
+// their lines, bytes and findings were counted before the restart, except the findings still
+// pending then, and only those are let through to the fan-out. From read_line on everything counts.
+// A file stream ignores everything once the agent is stopping (`frozen`): its position was saved
+// as it stood, and what it holds is read again after the restart.
+class Agent::MatchedStream : public ResumableConsumer, private FindingSink {
  public:
   // `discovery`, when given, records this stream's unrecognised errors.
-  MatchedStream(StreamOrigin origin, const std::shared_ptr<const RuleSet>& rules, FindingSink* sink,
-             MatchScratch* scratch, size_t max_line_bytes, Metrics& metrics,
-             Metrics::SourceCounters counters, Discovery* discovery,
-             std::unordered_set<MatchedStream*>& live)
+  MatchedStream(StreamOrigin origin, const std::shared_ptr<const RuleSet>& rules,
+                FindingSink* findings, MatchScratch* scratch, size_t max_line_bytes,
+                Metrics& metrics, Metrics::SourceCounters counters, Discovery* discovery,
+                std::unordered_set<MatchedStream*>& live, uint64_t offset = 0,
+                const StreamState* resumed = nullptr, const bool* frozen = nullptr,
+                Metrics::FileSeries* file = nullptr)
       : origin_(std::move(origin)),
+        findings_(findings),
+        resume_(ResumeAt(offset, resumed)),
         unrecognised_(discovery == nullptr
                           ? std::nullopt
                           : std::make_optional<StreamDiscovery>(*discovery, origin_.source_id,
                                                                 origin_.stream_name,
                                                                 rules->max_explain_window())),
-        pipeline_(rules, sink, scratch, max_line_bytes, &origin_, nullptr,
+        pipeline_(rules, this, scratch, max_line_bytes, &origin_, &resume_,
                   unrecognised_ ? &*unrecognised_ : nullptr),
         metrics_(metrics),
         counters_(counters),
+        frozen_(frozen),
+        file_(file),
+        counted_lines_(resumed != nullptr ? resumed->read_line : 0),
+        counted_offset_(resumed != nullptr ? std::max(resumed->read_offset, offset) : offset),
+        replay_line_(resumed != nullptr ? resumed->read_line : 0),
+        replay_offset_(counted_offset_),
         live_(live) {
+    if (resumed != nullptr) pending_ = resumed->pending_hits;
     live_.insert(this);
   }
-  ~MatchedStream() override { live_.erase(this); }
+  ~MatchedStream() override {
+    live_.erase(this);
+    metrics_.ReleaseFile(file_);
+  }
 
   // A reload: the same stream, framer and pending context, matched by the new rules.
   void Rebind(const std::shared_ptr<const RuleSet>& rules, MatchScratch* scratch) {
@@ -64,44 +86,108 @@ class Agent::MatchedStream : public StreamConsumer {
   }
 
   void OnBytes(std::string_view bytes) override {
-    counters_.bytes->Increment(static_cast<double>(bytes.size()));
+    if (Frozen()) return;
     pipeline_.Feed(bytes);
     pipeline_.Drain();  // a daemon reports within milliseconds, not when a batch fills
     Account();
   }
   void OnQuiet() override {
+    if (Frozen()) return;
     if (pipeline_.has_pending() || (unrecognised_ && unrecognised_->held() > 0)) {
       pipeline_.SettlePending();
       Account();
     }
   }
+  void OnPartialTimeout() override {
+    if (Frozen() || !pipeline_.has_partial()) return;
+    pipeline_.FlushPartial();
+    Account();
+  }
   void OnEnd() override {
+    if (Frozen()) return;
     pipeline_.Finish();
     Account();
   }
 
+  StreamState State() const override {
+    StreamState state = pipeline_.State();
+    if (state.read_line < replay_line_) {
+      // Still reading again what was counted: the saved pending hits not reached yet stay
+      // pending, and the lines up to replay_line_ stay counted.
+      for (const PendingHitState& hit : pending_) {
+        if (hit.line_number > state.read_line) state.pending_hits.push_back(hit);
+      }
+      state.read_line = replay_line_;
+    }
+    state.read_offset = counted_offset_;
+    return state;
+  }
+
  private:
+  static StreamResume ResumeAt(uint64_t offset, const StreamState* resumed) {
+    if (resumed != nullptr) return StreamResume{resumed->committed, resumed->committed_line};
+    return StreamResume{FramerPosition{offset, false, false}, 0};
+  }
+
+  // FindingSink: what the pipeline finds, less what was counted before a restart.
+  void OnFinding(const Finding& finding) override {
+    if (finding.line_number <= replay_line_ && !WasPending(finding)) return;
+    findings_->OnFinding(finding);
+  }
+  bool WasPending(const Finding& finding) const {
+    return std::any_of(pending_.begin(), pending_.end(), [&](const PendingHitState& hit) {
+      return hit.line_number == finding.line_number && hit.rule_id == finding.rule->id;
+    });
+  }
+  bool Frozen() const { return frozen_ != nullptr && *frozen_; }
+
   void Account() {
     const uint64_t lines = pipeline_.lines();
+    if (lines > counted_lines_) {
+      counters_.lines->Increment(static_cast<double>(lines - counted_lines_));
+      metrics_.CountFileLines(file_, lines - counted_lines_);
+      counted_lines_ = lines;
+    }
+    const uint64_t offset = pipeline_.read_offset();
+    if (offset > counted_offset_) {
+      counters_.bytes->Increment(static_cast<double>(offset - counted_offset_));
+      counted_offset_ = offset;
+    }
+    // A line cut while reading again was counted before, unless it lies past the old read point
+    // (a cut line straddling that point is counted: the framer counts cuts, not their places).
     const uint64_t truncated = pipeline_.truncated_lines();
-    counters_.lines->Increment(static_cast<double>(lines - counted_lines_));
-    if (truncated != counted_truncated_) metrics_.AddTruncatedLines(truncated - counted_truncated_);
-    counted_lines_ = lines;
+    if (truncated != counted_truncated_ && offset > replay_offset_) {
+      metrics_.AddTruncatedLines(truncated - counted_truncated_);
+    }
     counted_truncated_ = truncated;
     if (unrecognised_) {
+      // Lines read again after a restart were counted before it (a line held for its explain
+      // window across the old read point counts as it is released).
       const uint64_t n = unrecognised_->unrecognised_lines();
-      counters_.unrecognised->Increment(static_cast<double>(n - counted_unrecognised_));
+      if (lines > replay_line_) {
+        counters_.unrecognised->Increment(static_cast<double>(n - counted_unrecognised_));
+      }
       counted_unrecognised_ = n;
     }
   }
 
   const StreamOrigin origin_;
+  FindingSink* const findings_;
+  const StreamResume resume_;
   std::optional<StreamDiscovery> unrecognised_;
   StreamPipeline pipeline_;
   Metrics& metrics_;
   const Metrics::SourceCounters counters_;
-  uint64_t counted_lines_ = 0;
+  const bool* const frozen_;
+  Metrics::FileSeries* const file_;  // per-file series of a file stream, else null
+  uint64_t counted_lines_;
+  uint64_t counted_offset_;
   uint64_t counted_truncated_ = 0;
+  // A resumed stream: lines up to replay_line_ were counted before the restart, bytes up to
+  // replay_offset_, and of the findings on those lines only pending_ were not.
+  const uint64_t replay_line_;
+  const uint64_t replay_offset_;
+  std::vector<PendingHitState> pending_;
   uint64_t counted_unrecognised_ = 0;
   std::unordered_set<MatchedStream*>& live_;
 };
@@ -140,6 +226,7 @@ Agent::Agent(Config config, std::shared_ptr<const RuleSet> rules, AgentOptions o
                                   .alert_after = config_.discover_alert_after}),
       scratch_(std::make_unique<MatchScratch>(rules_->patterns())),
       http_(io_),
+      checkpoint_timer_(io_),
       sources_([this](const Config& section) { return ContextFor(section); }) {
   signature_labels_.Bind(rules_->rules());
   metrics_.BindRules(rules_->rules());
@@ -150,6 +237,129 @@ Agent::Agent(Config config, std::shared_ptr<const RuleSet> rules, AgentOptions o
 }
 
 Agent::~Agent() = default;
+
+bool Agent::OpenState(std::string* error) {
+  counter_states_ =
+      std::make_unique<CounterStates>([this] { return metrics_.PersistedCounters(); });
+  stream_states_ = std::make_unique<StreamStates>([this] {
+    UpdateBytesLost();  // before the counters are read in the same checkpoint
+    StreamStates::Snapshot snapshot;
+    for (const FileStreamSet* set : file_stream_sets_) set->CollectStreams(snapshot.streams);
+    for (const FileSourceConfig& source : config_.file_sources) snapshot.sources.insert(source.id);
+    return snapshot;
+  });
+  // Every component with state of its own adds its participant here; all of them are migrated
+  // and loaded before a line is read, and every checkpoint writes them in one transaction.
+  // Streams first: their snapshot brings the lost-bytes counters up to date for the counters'.
+  std::vector<StateParticipant*> participants = {stream_states_.get(), counter_states_.get()};
+  Result<std::unique_ptr<StateStore>> store = StateStore::Open(config_.state.dir, participants);
+  if (!store.ok()) {
+    *error = FormatErrors(store.errors());
+    while (!error->empty() && error->back() == '\n') error->pop_back();
+    return false;
+  }
+  store_ = std::move(store).value();
+  if (!store_->moved_aside().empty()) metrics_.CountCorruptStateFile();
+  if (!store_->writable()) checkpoint_error_ = store_->unavailable_reason();
+  const auto known_source = [this](const std::string& id) {
+    return std::any_of(config_.file_sources.begin(), config_.file_sources.end(),
+                       [&](const FileSourceConfig& source) { return source.id == id; });
+  };
+  metrics_.RestoreCounters(counter_states_->saved(), known_source);
+  if (store_->loaded()) {
+    spdlog::info("state: {}: continuing {} counters and {} file positions", store_->path(),
+                 counter_states_->saved().size(), stream_states_->saved_count());
+  } else {
+    spdlog::info("state: {}: no saved state, starting fresh", store_->path());
+  }
+  return true;
+}
+
+void Agent::ArmCheckpointTimer() {
+  checkpoint_timer_.expires_after(std::chrono::milliseconds(config_.state.checkpoint_interval_ms));
+  checkpoint_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || stopping_) return;
+    Checkpoint();
+    ArmCheckpointTimer();
+  });
+}
+
+bool Agent::Checkpoint() {
+  const auto started = std::chrono::steady_clock::now();
+  StateStore::Batch batch = store_->Collect();
+  DbStatus status;
+  if (!store_->writable()) {
+    status = DbStatus(SQLITE_CANTOPEN, store_->unavailable_reason());
+  } else {
+    status = store_->Write(batch);
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (status.ok()) {
+    store_->Committed(batch);
+    if (!batch.parts.empty()) metrics_.CountCheckpoint(true, seconds);
+    if (!checkpoint_error_.empty()) {
+      spdlog::info("state: checkpoints are written again to {}", store_->path());
+      checkpoint_error_.clear();
+    }
+    return true;
+  }
+  metrics_.CountCheckpoint(false, seconds);
+  const std::string why = "cannot write a checkpoint to " + store_->path() + ": " +
+                          (status.message().empty() ? status.ToString() : status.message());
+  // Logged when the reason changes, not every interval: a full disk stays full for a while.
+  if (why != checkpoint_error_) spdlog::warn("state: {}; counting goes on, retrying", why);
+  checkpoint_error_ = why;
+  return false;
+}
+
+void Agent::UpdateBytesLost() {
+  for (const FileStreamSet* set : file_stream_sets_) {
+    uint64_t& reported = bytes_lost_reported_[set->source_id()];
+    const uint64_t total = set->bytes_lost();
+    if (total > reported) metrics_.AddBytesLost(set->source_id(), "truncated", total - reported);
+    reported = total;
+  }
+}
+
+const std::vector<SavedStream>& Agent::Saved(const std::string& source_id) const {
+  return stream_states_->saved(source_id);
+}
+
+bool Agent::HasHistory(const std::string& source_id) const {
+  return stream_states_->has_history(source_id);
+}
+
+int64_t Agent::CheckpointTimeNs(const std::string& source_id) const {
+  return stream_states_->saved_at_ns(source_id);
+}
+
+std::unique_ptr<ResumableConsumer> Agent::StartFileStream(const std::string& source_id,
+                                                          const std::string& path, uint64_t offset,
+                                                          const SavedStream* resumed,
+                                                          const bool* frozen) {
+  return std::make_unique<MatchedStream>(
+      StreamOrigin{source_id, ++streams_started_, path}, rules_, &findings_, scratch_.get(),
+      config_.max_line_bytes, metrics_, metrics_.ForSource(source_id),
+      config_.discover_enabled ? &discovery_ : nullptr, live_streams_, offset,
+      resumed != nullptr ? &resumed->state : nullptr, frozen,
+      metrics_.AcquireFile(source_id, path));
+}
+
+void Agent::HandOver(const std::string& source_id, std::vector<SavedStream> streams) {
+  // At the agent's stop the last checkpoint holds the streams; nothing takes their place.
+  if (stopping_) return;
+  stream_states_->HandOver(source_id, std::move(streams));
+}
+
+void Agent::AddFileStreams(const FileStreamSet* set) { file_stream_sets_.push_back(set); }
+
+void Agent::RemoveFileStreams(const FileStreamSet* set) {
+  // Its bytes lost are counted now: the source that takes its place counts its own from 0.
+  UpdateBytesLost();
+  bytes_lost_reported_.erase(set->source_id());
+  std::erase(file_stream_sets_, set);
+}
 
 void Agent::AddFindingSink(FindingSink* sink) { findings_.Add(sink); }
 
@@ -172,6 +382,9 @@ bool Agent::Start(std::string* error) {
     signals_.add(SIGHUP);
     WaitForSignal();
   }
+  // The state next: a second agent on the same state.dir must fail here, before it binds a port
+  // or reads a line.
+  if (options_.keep_state && !OpenState(error)) return false;
   if (options_.serve_http) {
     AddRoutes();
     if (!http_.Listen(config_.http_address, config_.http_port, error)) return false;
@@ -195,6 +408,12 @@ bool Agent::Start(std::string* error) {
   }
   for (auto& source : extra_running_) source->Start();
   sources_started_ = true;
+  if (store_ != nullptr) {
+    // At once, not an interval later: where each file starts is durable before a line of it is
+    // counted, so a crash right after this start resumes there instead of applying start_at.
+    Checkpoint();
+    ArmCheckpointTimer();
+  }
   // Reload re-reads the config's sources; an agent without them has nothing to reload.
   if (options_.config_sources) StartReloads();
   return true;
@@ -236,6 +455,7 @@ SourceContext Agent::ContextFor(const Config& section) {
               Stop();
             });
           },
+      .file_streams = store_ != nullptr ? this : nullptr,
   };
 }
 
@@ -245,6 +465,10 @@ void Agent::AddRoutes() {
   http_.AddRoute(
       {.path = "/metrics", .handler = [this](const HttpRequest&) {
          metrics_.CountMatchErrors(MatchErrorTotals());
+         UpdateBytesLost();
+         std::vector<Metrics::FileSample> files;
+         for (const FileStreamSet* set : file_stream_sets_) set->CollectFiles(files);
+         metrics_.UpdateFiles(files);
          CountUnrecognised();
          return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics_.Serialize()};
        }});
@@ -319,6 +543,10 @@ std::string Agent::NotReadyReason() const {
   if (std::string reason = sources_.NotReadyReason(); !reason.empty()) {
     return "not ready: " + reason;
   }
+  if (!checkpoint_error_.empty()) {
+    return "not ready: " + checkpoint_error_ + " (counting goes on; restarting now would read " +
+           "again, not lose, what came since the last checkpoint)";
+  }
   rlimit limit{};
   const long open = OpenDescriptors();
   if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && open >= 0 && limit.rlim_cur != RLIM_INFINITY &&
@@ -336,10 +564,20 @@ void Agent::Stop() {
   stopped_ = true;
   boost::system::error_code ignored;
   signals_.cancel(ignored);
+  checkpoint_timer_.cancel();
   if (reloads_ != nullptr) reloads_->Stop();
   if (config_watcher_ != nullptr) config_watcher_->Stop();
+  // File streams are saved as they stand and then read nothing more, so a partial line or a hit
+  // waiting for context is read again after the restart instead of being settled early now.
+  if (store_ != nullptr && sources_started_) {
+    Checkpoint();
+    stream_states_->Freeze();
+  }
+  stopping_ = true;
   sources_.Stop();
   for (auto& source : extra_running_) source->Stop();
+  // What the other streams settled as they ended (a last partial line of a socket) is counted.
+  if (store_ != nullptr && sources_started_) Checkpoint();
   http_.Stop();
 }
 

@@ -9,6 +9,16 @@
 // (Discovery::SetAlertHook: an owned FindingEvent for signature `unrecognised.<template id>` once
 // a template has discover.alert_after lines) is where the alert stage attaches.
 //
+// State (state.dir, agent/state/state_store.h): Start opens the store before anything is read,
+// restores the counters and hands the saved file positions to the file sources; a checkpoint is
+// written at most every state.checkpoint_interval_ms (when something changed), and at Stop, where
+// file streams are saved as they stand (a partial line or a hit waiting for context is read again
+// after the restart, not settled now). A second agent on the same state.dir, or a state file from
+// a newer faultline, fails Start; a store that cannot be written never stops ingestion:
+// faultline_checkpoint_errors_total rises, /readyz says why, and the next checkpoint tries again.
+// A file source that a reload restarts hands its streams over as they stand (file_streams.h), so
+// the new one resumes them like a restart would: a reload neither loses nor counts twice.
+//
 // Everything runs on the one thread that calls Run(); Stop() may be called from a signal handler
 // installed on the same loop (Start installs one for SIGINT and SIGTERM, and SIGHUP reloads).
 // Reload (SIGHUP, POST /-/reload, reload.watch) loads and compiles on the ReloadCoordinator's
@@ -23,12 +33,15 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <unordered_set>
 #include <vector>
 
+#include "agent/app/file_streams.h"
+#include "agent/app/sources.h"
 #include "agent/config/config.h"
 #include "agent/core/asio.h"
 #include "agent/discover/discovery.h"
@@ -43,6 +56,9 @@
 #include "agent/sink/metrics.h"
 #include "agent/sink/signature_labels.h"
 #include "agent/sink/signature_tally.h"
+#include "agent/state/counter_states.h"
+#include "agent/state/state_store.h"
+#include "agent/state/stream_states.h"
 
 namespace faultline {
 
@@ -51,9 +67,12 @@ struct AgentOptions {
   bool serve_http = true;      // listen on http.listen; false: no HTTP server at all
   bool handle_signals = true;  // SIGINT/SIGTERM stop the agent (watch forwards them instead)
   bool config_sources = true;  // start the sources the config declares
+  // Open state.dir: counters and file positions continue across restarts. A one-shot command
+  // (watch) keeps none, and so never contends for another agent's state.dir.
+  bool keep_state = true;
 };
 
-class Agent {
+class Agent : private FileStreamHost {
  public:
   using SourceBuilder = std::function<std::unique_ptr<Source>(const SourceContext&)>;
 
@@ -76,6 +95,26 @@ class Agent {
  private:
   class MetricsSink;
   class MatchedStream;
+
+  // Opens the state store and restores the counters; false (with *error) when the agent must not
+  // start.
+  bool OpenState(std::string* error);
+  void ArmCheckpointTimer();
+  // Writes a checkpoint now; false when it could not be written.
+  bool Checkpoint();
+  void UpdateBytesLost();
+
+  // FileStreamHost
+  const std::vector<SavedStream>& Saved(const std::string& source_id) const override;
+  bool HasHistory(const std::string& source_id) const override;
+  int64_t CheckpointTimeNs(const std::string& source_id) const override;
+  void HandOver(const std::string& source_id, std::vector<SavedStream> streams) override;
+  std::unique_ptr<ResumableConsumer> StartFileStream(const std::string& source_id,
+                                                     const std::string& path, uint64_t offset,
+                                                     const SavedStream* resumed,
+                                                     const bool* frozen) override;
+  void AddFileStreams(const FileStreamSet* set) override;
+  void RemoveFileStreams(const FileStreamSet* set) override;
 
   void AddRoutes();
   // Brings the unrecognised-error metrics up to date (at scrape time).
@@ -121,6 +160,16 @@ class Agent {
   HttpServer http_;
   std::shared_ptr<DescriptorBudget> descriptors_;
   std::string admin_token_;
+  // The state store and its participants (a participant must outlive the store); null when
+  // options_.keep_state is false.
+  std::unique_ptr<CounterStates> counter_states_;
+  std::unique_ptr<StreamStates> stream_states_;
+  std::unique_ptr<StateStore> store_;
+  std::vector<const FileStreamSet*> file_stream_sets_;
+  std::map<std::string, uint64_t> bytes_lost_reported_;  // by source
+  asio::steady_timer checkpoint_timer_;
+  std::string checkpoint_error_;  // why the last checkpoint failed; empty when it did not
+  bool stopping_ = false;         // the agent is stopping: no more checkpoints on the timer
   // Every stream's pipeline, for a reload to rebind (declared before the sources that own them).
   std::unordered_set<MatchedStream*> live_streams_;
   SourceSet sources_;  // the config's sources, by id

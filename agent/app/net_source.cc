@@ -2,6 +2,8 @@
 // unixgram` (DatagramListener: one stream per peer). With `format: syslog` each connection or
 // peer is read by a SyslogStreams, which gives every (host, app) its own labelled stream.
 #include <chrono>
+#include <string>
+#include <type_traits>
 
 #include "agent/app/sources.h"
 #include "agent/source/datagram_listener.h"
@@ -31,17 +33,49 @@ PeerConsumerFactory ConsumersFor(const SourceContext& context, const NetSourceCo
   };
 }
 
+const char* TypeName(NetTransport transport) {
+  switch (transport) {
+    case NetTransport::kTcp:
+      return "tcp";
+    case NetTransport::kUdp:
+      return "udp";
+    case NetTransport::kUnix:
+      return "unix";
+    case NetTransport::kUnixgram:
+      return "unixgram";
+  }
+  return "net";
+}
+
 template <typename Listener>
 class NetSource : public Source {
  public:
   template <typename Options>
-  NetSource(asio::io_context& io, Options options, PeerConsumerFactory consumers)
-      : listener_(io, std::move(options), std::move(consumers)) {}
+  NetSource(asio::io_context& io, NetTransport transport, Options options,
+            PeerConsumerFactory consumers)
+      : type_(TypeName(transport)), listener_(io, std::move(options), std::move(consumers)) {}
   bool Open(std::string* error) override { return listener_.Open(error); }
   void Start() override { listener_.Start(); }
   void Stop() override { listener_.Stop(); }
+  SourceStatus Status() const override {
+    SourceStatus status{.type = type_, .streams = listener_.Streams(), .problems = {}};
+    if constexpr (std::is_same_v<Listener, StreamListener>) {
+      if (listener_.refused() > 0) {
+        status.problems.push_back({"max_connections", std::to_string(listener_.refused()) +
+                                                          " new connection(s) closed at once: "
+                                                          "every connection held was active"});
+      }
+      if (listener_.evicted() > 0) {
+        status.problems.push_back({"max_connections", std::to_string(listener_.evicted()) +
+                                                          " silent connection(s) closed to make "
+                                                          "room for new ones"});
+      }
+    }
+    return status;
+  }
 
  private:
+  const std::string type_;
   Listener listener_;
 };
 
@@ -62,8 +96,8 @@ void BuildNetSources(const SourceContext& context, std::vector<std::unique_ptr<S
       options.max_connections = source.max_streams;
       options.idle_timeout = idle_timeout;
       options.quiet_after = quiet_after;
-      out.push_back(std::make_unique<NetSource<StreamListener>>(context.io, std::move(options),
-                                                                std::move(consumers)));
+      out.push_back(std::make_unique<NetSource<StreamListener>>(
+          context.io, source.transport, std::move(options), std::move(consumers)));
     } else {
       DatagramListenerOptions options;
       options.unix_socket = source.local();
@@ -74,8 +108,8 @@ void BuildNetSources(const SourceContext& context, std::vector<std::unique_ptr<S
       options.max_peers = source.max_streams;
       options.idle_timeout = idle_timeout;
       options.quiet_after = quiet_after;
-      out.push_back(std::make_unique<NetSource<DatagramListener>>(context.io, std::move(options),
-                                                                  std::move(consumers)));
+      out.push_back(std::make_unique<NetSource<DatagramListener>>(
+          context.io, source.transport, std::move(options), std::move(consumers)));
     }
   }
 }

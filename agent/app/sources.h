@@ -24,6 +24,8 @@
 
 namespace faultline {
 
+class FileStreamHost;
+
 class Source {
  public:
   virtual ~Source() = default;
@@ -53,6 +55,8 @@ struct SourceContext {
   // command's output closed); when every source has ended, the agent stops. Sources that follow
   // files, pipes or sockets never end and never call it.
   std::function<void()> ended;
+  // Saved file streams and checkpoints (file_streams.h); null without a state store.
+  FileStreamHost* file_streams = nullptr;
 };
 
 std::vector<std::unique_ptr<Source>> BuildSources(const SourceContext& context);

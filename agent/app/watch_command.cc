@@ -173,6 +173,7 @@ int WatchCommand(const Args& args) {
   agent_options.serve_http = !options.config.empty() && config.http_listen_set;
   agent_options.handle_signals = false;  // forwarded to the command instead
   agent_options.config_sources = false;
+  agent_options.keep_state = false;  // one command's run: nothing to continue from
   ScanReport report;
   report.BeginFile(watch.name);
   Agent agent(std::move(config), rules, agent_options);

@@ -38,8 +38,15 @@ struct FileSourceConfig {
   int poll_interval_ms = 1000;       // fallback wake-up when inotify says nothing
   int rescan_interval_ms = 30000;    // full walk of the globs, a net for missed inotify events
   int rotate_wait_ms = 60000;        // a rotated-away file is read until quiet this long
+  int partial_flush_ms = 0;          // a partial last line quiet this long is matched; 0: never
 
   bool operator==(const FileSourceConfig&) const = default;  // a reload restarts a changed one
+};
+
+// The state store (agent/state/state_store.h): offsets and counts that survive a restart.
+struct StateConfig {
+  std::string dir;                    // absolute; default: state/ beside the config file
+  int checkpoint_interval_ms = 1000;  // at most this long between checkpoints
 };
 
 // How a running agent takes a new config and rule pack (SIGHUP, POST /-/reload, file changes).
@@ -117,6 +124,7 @@ struct Config {
   // Descriptors all file sources may hold together; 0: auto (half the descriptor limit).
   std::size_t max_open_files = 0;
 
+  StateConfig state;
   // Unrecognised errors (agent/discover/): error lines no rule explains, mined into templates.
   bool discover_enabled = true;
   std::size_t discover_max_templates = 1000;

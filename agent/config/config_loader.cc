@@ -41,6 +41,10 @@ constexpr int64_t kMaxRescanIntervalMs = 24 * 3600 * 1000;
 constexpr int64_t kMinMaxOpenFiles = 4;
 constexpr int64_t kMaxMaxOpenFiles = int64_t{1} << 20;
 constexpr int64_t kMaxIntMs = INT32_MAX;
+// Checkpoints more often than every 10 ms would cost more than the lines they protect; more than
+// an hour apart, a crash would replay an hour of logs.
+constexpr int64_t kMinCheckpointIntervalMs = 10;
+constexpr int64_t kMaxCheckpointIntervalMs = 3600 * 1000;
 // A socket file's path must fit sockaddr_un::sun_path (108 bytes on Linux, with its NUL).
 constexpr std::size_t kMaxSocketPathBytes = 107;
 // Connections or peers one network source holds; each costs a descriptor (stream types) and a
@@ -199,19 +203,21 @@ class ConfigParser {
 
   void Parse(const YAML::Node& root, Config* config) {
     config->rule_paths = {Resolve("rules")};
+    config->state.dir = Resolve("state");
     if (!root.IsMap() && !root.IsNull()) {
       AddError(LineOf(root), "", "the config must be a map of sections, got " + KindName(root));
       return;
     }
     const std::vector<Field> fields =
-        Fields(root, "", {"rules", "framing", "http", "log", "limits", "discover", "reload",
-                          "sources"});
+        Fields(root, "", {"rules", "framing", "http", "log", "limits", "state", "discover",
+                          "reload", "sources"});
     for (const Field& f : fields) {
       if (f.name == "rules") ParseRules(f, config);
       if (f.name == "framing") ParseFraming(f, config);
       if (f.name == "http") ParseHttp(f, config);
       if (f.name == "log") ParseLog(f, config);
       if (f.name == "limits") ParseLimits(f, config);
+      if (f.name == "state") ParseState(f, config);
       if (f.name == "discover") ParseDiscover(f, config);
       if (f.name == "reload") ParseReload(f, config);
       if (f.name == "sources") ParseSources(f, config);
@@ -418,6 +424,25 @@ class ConfigParser {
     }
   }
 
+  void ParseState(const Field& section, Config* config) {
+    const std::string path = "state";
+    for (const Field& f : Fields(section.value, path, {"dir", "checkpoint_interval_ms"})) {
+      const std::string key = Join(path, f.name);
+      if (f.name == "dir") {
+        std::optional<std::string> dir = Scalar(f, key);
+        if (dir && dir->empty()) {
+          AddError(LineOf(f.key), key, "must not be empty");
+        } else if (dir) {
+          config->state.dir = Resolve(*dir);
+        }
+      } else if (f.name == "checkpoint_interval_ms") {
+        if (auto v = Integer(f, key, kMinCheckpointIntervalMs, kMaxCheckpointIntervalMs)) {
+          config->state.checkpoint_interval_ms = static_cast<int>(*v);
+        }
+      }
+    }
+  }
+
   void ParseDiscover(const Field& section, Config* config) {
     const std::string path = "discover";
     for (const Field& f : Fields(section.value, path,
@@ -544,7 +569,7 @@ class ConfigParser {
     for (const Field& f :
          Fields(node, path,
                 {"id", "type", "paths", "exclude", "start_at", "poll_interval_ms",
-                 "rescan_interval_ms", "rotate_wait_ms"})) {
+                 "rescan_interval_ms", "rotate_wait_ms", "partial_flush_ms"})) {
       const std::string key = Join(path, f.name);
       if (f.name == "id") {
         has_id = true;
@@ -581,6 +606,12 @@ class ConfigParser {
       } else if (f.name == "poll_interval_ms") {
         if (auto v = Integer(f, key, kMinPollIntervalMs, kMaxPollIntervalMs)) {
           source.poll_interval_ms = static_cast<int>(*v);
+        } else {
+          ok = false;
+        }
+      } else if (f.name == "partial_flush_ms") {
+        if (auto v = Integer(f, key, 0, kMaxIntMs)) {
+          source.partial_flush_ms = static_cast<int>(*v);
         } else {
           ok = false;
         }

@@ -148,6 +148,12 @@ void LineFramer::Feed(std::string_view bytes, LineBatch& batch) {
   }
 }
 
+void LineFramer::FlushPartial(LineBatch& batch) {
+  if (partial_.empty() || skipping_) return;
+  EmitPartial(batch);
+  skipping_ = true;
+}
+
 void LineFramer::Finish(LineBatch& batch) {
   if (!partial_.empty()) EmitPartial(batch);
   skipping_ = false;

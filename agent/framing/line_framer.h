@@ -46,6 +46,10 @@ class LineFramer {
   void Feed(std::string_view bytes, LineBatch& batch);
   // End of stream: a pending partial line becomes a line.
   void Finish(LineBatch& batch);
+  // The stream went quiet in the middle of a line (partial_flush_ms): the bytes so far become a
+  // line now, and the rest of that line, when it comes, is skipped up to its terminator, so the
+  // line is matched once, not twice. resume_point() then says "inside a line already taken".
+  void FlushPartial(LineBatch& batch);
   // Continues a stream at `position` (from an earlier framer's resume_point()); the next Feed
   // starts with the byte at position.offset.
   void Resume(const FramerPosition& position);

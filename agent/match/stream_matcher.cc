@@ -190,6 +190,13 @@ std::optional<StreamMatcher::OpenLine> StreamMatcher::EarliestOpenLine() const {
 std::vector<PendingHitState> StreamMatcher::PendingHits() const {
   std::vector<PendingHitState> hits;
   for (const Pending& p : pending_) hits.push_back({rules_->rules()[p.rule].id, p.line});
+  // A sequence in progress reports its first line when it completes: not counted yet either.
+  for (size_t i = 0; i < sequences_.size(); ++i) {
+    const SequenceProgress& s = sequences_[i];
+    if (s.next_step > 0 && !s.start_line_counted) {
+      hits.push_back({rules_->rules()[rules_->sequences()[i].rule].id, s.start_line});
+    }
+  }
   return hits;
 }
 

@@ -90,6 +90,8 @@ class StreamMatcher {
     uint64_t stream_begin;
   };
   std::optional<OpenLine> EarliestOpenLine() const;
+  // The findings not reported yet whose lines were seen: hits waiting for context, and the first
+  // lines of sequences in progress (a sequence's finding carries its first line).
   std::vector<PendingHitState> PendingHits() const;
 
  private:

@@ -69,6 +69,11 @@ void StreamPipeline::Finish() {
   matcher_.Finish();
 }
 
+void StreamPipeline::FlushPartial() {
+  framer_.FlushPartial(batch_);
+  Drain();
+}
+
 void StreamPipeline::SettlePending() {
   Drain();
   matcher_.SettlePending();

@@ -47,6 +47,10 @@ class StreamPipeline {
   void Finish();
   // The stream is quiet: match what is framed and settle pending context.
   void SettlePending();
+  // A partial last line waited long enough: it becomes a line and is matched (its rest, when
+  // it comes, is not matched again; LineFramer::FlushPartial).
+  void FlushPartial();
+  bool has_partial() const { return framer_.has_partial(); }
 
   // Goes on with a reloaded rule set and its scratch from the next byte (StreamMatcher::Rebind
   // says what is kept); the framer, with its partial line and offsets, is untouched. Lines framed
@@ -57,6 +61,8 @@ class StreamPipeline {
   StreamState State() const;
 
   uint64_t lines() const { return matcher_.lines_seen() + batch_.size(); }
+  // Stream offset of the next byte to be fed.
+  uint64_t read_offset() const { return framer_.bytes_fed(); }
   uint64_t truncated_lines() const { return framer_.truncated_lines(); }
   bool has_pending() const { return matcher_.has_pending() || !batch_.empty(); }
 

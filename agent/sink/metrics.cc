@@ -3,6 +3,8 @@
 #include <prometheus/check_names.h>
 #include <prometheus/text_serializer.h>
 
+#include <algorithm>
+#include <optional>
 #include <string_view>
 #include <utility>
 
@@ -51,6 +53,67 @@ void Metrics::RegisterFamilies() {
                     .Help("Lines cut at framing.max_line_bytes.")
                     .Register(*registry_)
                     .Add({});
+  bytes_lost_ = &prometheus::BuildCounter()
+                     .Name("faultline_bytes_lost_total")
+                     .Help(
+                         "Bytes a file was seen to hold that were never read, by source and "
+                         "reason (truncated: logrotate copytruncate cut them before they were "
+                         "read and no copy held them). An estimate from the sizes seen.")
+                     .Register(*registry_);
+  file_size_ = &prometheus::BuildGauge()
+                    .Name("faultline_file_size_bytes")
+                    .Help("Size of a followed file, as last seen (per-file series are capped; "
+                          "path=\"__overflow__\" sums the rest).")
+                    .Register(*registry_);
+  file_offset_ = &prometheus::BuildGauge()
+                      .Name("faultline_file_read_offset_bytes")
+                      .Help("Where reading a followed file has got to.")
+                      .Register(*registry_);
+  file_lag_ = &prometheus::BuildGauge()
+                   .Name("faultline_file_lag_bytes")
+                   .Help("Bytes of a followed file not read yet.")
+                   .Register(*registry_);
+  file_lines_ = &prometheus::BuildCounter()
+                     .Name("faultline_file_lines_total")
+                     .Help("Lines read from a file, by source and path, since the agent started.")
+                     .Register(*registry_);
+  file_rotations_ = &prometheus::BuildCounter()
+                         .Name("faultline_file_rotations_total")
+                         .Help("Times a followed path was rotated (renamed away or replaced).")
+                         .Register(*registry_);
+  file_truncations_ =
+      &prometheus::BuildCounter()
+           .Name("faultline_file_truncations_total")
+           .Help("Times a followed file was truncated or rewritten in place (copytruncate).")
+           .Register(*registry_);
+  checkpoints_ = &prometheus::BuildCounter()
+                      .Name("faultline_checkpoints_total")
+                      .Help("Checkpoints written to the state store.")
+                      .Register(*registry_)
+                      .Add({});
+  checkpoint_errors_ =
+      &prometheus::BuildCounter()
+           .Name("faultline_checkpoint_errors_total")
+           .Help(
+               "Checkpoints that could not be written (state.dir full, read-only or missing); "
+               "counting goes on and the next checkpoint tries again. /readyz says why.")
+           .Register(*registry_)
+           .Add({});
+  checkpoint_seconds_ =
+      &prometheus::BuildHistogram()
+           .Name("faultline_checkpoint_duration_seconds")
+           .Help("Time to write one checkpoint transaction to the state store.")
+           .Register(*registry_)
+           .Add({}, prometheus::Histogram::BucketBoundaries{0.0005, 0.001, 0.0025, 0.005, 0.01,
+                                                            0.025, 0.05, 0.1, 0.25, 1});
+  corrupt_state_files_ =
+      &prometheus::BuildCounter()
+           .Name("faultline_state_corrupt_files_total")
+           .Help(
+               "State files found corrupt or unreadable at start and moved aside "
+               "(faultline.db.corrupt-<time>); the agent started with no saved state.")
+           .Register(*registry_)
+           .Add({});
   prometheus::Family<prometheus::Counter>& match_errors =
       prometheus::BuildCounter()
           .Name("faultline_match_errors_total")
@@ -208,6 +271,174 @@ void Metrics::SetUnrecognised(std::span<const TemplateCount> top, std::size_t te
 }
 
 void Metrics::AddTruncatedLines(uint64_t n) { truncated_->Increment(static_cast<double>(n)); }
+
+void Metrics::AddBytesLost(const std::string& source, const std::string& reason, uint64_t n) {
+  bytes_lost_->Add({{"source", source}, {"reason", reason}}).Increment(static_cast<double>(n));
+}
+
+std::vector<CounterValue> Metrics::PersistedCounters() const {
+  std::vector<CounterValue> out;
+  const auto add = [&out](const prometheus::Family<prometheus::Counter>& family,
+                          const std::string& name) {
+    for (const prometheus::MetricFamily& collected : family.Collect()) {
+      for (const prometheus::ClientMetric& metric : collected.metric) {
+        if (metric.counter.value == 0) continue;
+        CounterValue value{name, {}, metric.counter.value};
+        for (const prometheus::ClientMetric::Label& label : metric.label) {
+          value.labels[label.name] = label.value;
+        }
+        out.push_back(std::move(value));
+      }
+    }
+  };
+  add(*matches_, "faultline_signature_matches_total");
+  add(*lines_, "faultline_lines_total");
+  add(*bytes_, "faultline_bytes_total");
+  add(*bytes_lost_, "faultline_bytes_lost_total");
+  if (truncated_->Value() > 0) {
+    out.push_back(CounterValue{"faultline_lines_truncated_total", {}, truncated_->Value()});
+  }
+  return out;
+}
+
+void Metrics::RestoreCounters(const std::vector<CounterValue>& values,
+                              const std::function<bool(const std::string&)>& known_source) {
+  for (const CounterValue& saved : values) {
+    if (saved.value <= 0) continue;
+    const auto label = [&saved](const char* name) -> const std::string* {
+      auto it = saved.labels.find(name);
+      return it == saved.labels.end() ? nullptr : &it->second;
+    };
+    if (saved.family == "faultline_signature_matches_total") {
+      const std::string* id = label(kSignatureLabel);
+      const std::string* severity_name = label(kSeverityLabel);
+      if (id == nullptr || severity_name == nullptr) continue;
+      auto series = by_id_.find(*id);
+      std::optional<Severity> severity = ParseSeverity(*severity_name);
+      if (series == by_id_.end() || !severity || SeverityIndex(*severity) >= kSeverityCount) {
+        continue;
+      }
+      std::vector<std::string> names;
+      for (const auto& [name, value] : saved.labels) {
+        if (name != kSignatureLabel && name != kSeverityLabel) names.push_back(name);
+      }
+      std::vector<std::string> expected = series->second.label_names;
+      std::sort(expected.begin(), expected.end());
+      if (names != expected) continue;  // the rule's labels changed: another series now
+      if (names.empty()) {
+        PlainCounter(*id, series->second, *severity).Increment(saved.value);
+        continue;
+      }
+      prometheus::Counter& child =
+          matches_->Add(prometheus::Labels(saved.labels.begin(), saved.labels.end()));
+      if (child.Value() == 0) series->second.children.push_back(&child);
+      child.Increment(saved.value);
+      for (const std::string& name : names) labels_.Remember(*id, name, saved.labels.at(name));
+    } else if (saved.family == "faultline_lines_total" || saved.family == "faultline_bytes_total") {
+      const std::string* source = label("source");
+      if (source == nullptr || saved.labels.size() != 1 || !known_source(*source)) continue;
+      auto& family = saved.family == "faultline_lines_total" ? *lines_ : *bytes_;
+      family.Add({{"source", *source}}).Increment(saved.value);
+    } else if (saved.family == "faultline_bytes_lost_total") {
+      const std::string* source = label("source");
+      const std::string* reason = label("reason");
+      if (source == nullptr || reason == nullptr || !known_source(*source)) continue;
+      bytes_lost_->Add({{"source", *source}, {"reason", *reason}}).Increment(saved.value);
+    } else if (saved.family == "faultline_lines_truncated_total" && saved.labels.empty()) {
+      truncated_->Increment(saved.value);
+    }
+  }
+}
+
+Metrics::FileSeries* Metrics::AcquireFile(const std::string& source, const std::string& path) {
+  const auto make = [this](const std::string& source, const std::string& path) {
+    auto series = std::make_unique<FileSeries>();
+    series->labels = {{"source", source}, {"path", SanitizeUtf8(path)}};
+    series->lines = &file_lines_->Add(series->labels);
+    series->size = &file_size_->Add(series->labels);
+    series->offset = &file_offset_->Add(series->labels);
+    series->lag = &file_lag_->Add(series->labels);
+    series->rotations = &file_rotations_->Add(series->labels);
+    series->truncations = &file_truncations_->Add(series->labels);
+    return series;
+  };
+  auto it = files_.find({source, path});
+  if (it == files_.end() && file_series_ < kMaxFileSeries) {
+    it = files_.emplace(std::pair{source, path}, make(source, path)).first;
+    ++file_series_;
+  }
+  if (it == files_.end()) {
+    std::unique_ptr<FileSeries>& overflow = overflow_files_[source];
+    if (overflow == nullptr) {
+      overflow = make(source, kOverflowPath);
+      overflow->overflow = true;
+    }
+    return overflow.get();
+  }
+  ++it->second->streams;
+  return it->second.get();
+}
+
+void Metrics::ReleaseFile(FileSeries* series) {
+  if (series == nullptr || series->overflow || --series->streams > 0) return;
+  file_lines_->Remove(series->lines);
+  file_size_->Remove(series->size);
+  file_offset_->Remove(series->offset);
+  file_lag_->Remove(series->lag);
+  file_rotations_->Remove(series->rotations);
+  file_truncations_->Remove(series->truncations);
+  for (auto it = files_.begin(); it != files_.end(); ++it) {
+    if (it->second.get() == series) {
+      files_.erase(it);
+      --file_series_;
+      return;
+    }
+  }
+}
+
+void Metrics::CountFileLines(FileSeries* series, uint64_t n) {
+  if (series != nullptr) series->lines->Increment(static_cast<double>(n));
+}
+
+void Metrics::UpdateFiles(const std::vector<FileSample>& samples) {
+  const auto raise = [](prometheus::Counter* counter, uint64_t total) {
+    const double value = static_cast<double>(total);
+    if (value > counter->Value()) counter->Increment(value - counter->Value());
+  };
+  std::map<std::string, std::pair<uint64_t, uint64_t>> overflow;  // source -> size, lag
+  for (const FileSample& sample : samples) {
+    const uint64_t lag = sample.size > sample.offset ? sample.size - sample.offset : 0;
+    auto it = files_.find({sample.source, sample.path});
+    if (it == files_.end()) {
+      auto& sums = overflow[sample.source];
+      sums.first += sample.size;
+      sums.second += lag;
+      continue;
+    }
+    FileSeries& series = *it->second;
+    series.size->Set(static_cast<double>(sample.size));
+    series.offset->Set(static_cast<double>(sample.offset));
+    series.lag->Set(static_cast<double>(lag));
+    raise(series.rotations, sample.rotations);
+    raise(series.truncations, sample.truncations);
+  }
+  for (auto& [source, series] : overflow_files_) {
+    const auto sums = overflow[source];
+    series->size->Set(static_cast<double>(sums.first));
+    series->lag->Set(static_cast<double>(sums.second));
+  }
+}
+
+void Metrics::CountCheckpoint(bool ok, double seconds) {
+  if (ok) {
+    checkpoints_->Increment();
+    checkpoint_seconds_->Observe(seconds);
+  } else {
+    checkpoint_errors_->Increment();
+  }
+}
+
+void Metrics::CountCorruptStateFile() { corrupt_state_files_->Increment(); }
 
 void Metrics::CountMatchErrors(const MatchErrors& totals) {
   for (const auto& [counter, total] : {std::pair{vectorscan_errors_, totals.vectorscan},

@@ -23,11 +23,13 @@
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -35,6 +37,7 @@
 #include <utility>
 #include <vector>
 
+#include "agent/core/counter_value.h"
 #include "agent/match/finding.h"
 #include "agent/match/match_errors.h"
 #include "agent/rules/rule.h"
@@ -89,6 +92,58 @@ class Metrics {
   void AddTruncatedLines(uint64_t n);
   uint64_t truncated_lines() const { return static_cast<uint64_t>(truncated_->Value()); }
 
+  // Bytes a source's file held that were never read (copytruncate truncated them first):
+  // faultline_bytes_lost_total{source, reason}.
+  void AddBytesLost(const std::string& source, const std::string& reason, uint64_t n);
+
+  // The counters a checkpoint saves so that they continue after a restart: signature matches,
+  // lines, bytes, truncated lines and lost bytes. Series at 0 are left out.
+  std::vector<CounterValue> PersistedCounters() const;
+  // Adds saved values to the counters, before anything is counted (state/counter_states.h).
+  // Values of rules no longer loaded, of rules whose labels changed, and of sources for which
+  // `known_source` is false are dropped: they would be series nobody counts any more.
+  void RestoreCounters(const std::vector<CounterValue>& values,
+                       const std::function<bool(const std::string&)>& known_source);
+
+  // Per-file series, faultline_file_{size_bytes,read_offset_bytes,lag_bytes,lines_total,
+  // rotations_total,truncations_total}{source,path}: at most kMaxFileSeries paths have series of
+  // their own, the others share path="__overflow__" (their sizes and lags summed, their lines
+  // counted together), so 100,000 files never become 100,000 series. A stream holds its path's
+  // series while it lives (AcquireFile, ReleaseFile); the series go with the last stream of the
+  // path. The pointer stays valid until released.
+  static constexpr std::size_t kMaxFileSeries = 500;
+  static constexpr char kOverflowPath[] = "__overflow__";
+  struct FileSeries {
+    prometheus::Labels labels;
+    std::size_t streams = 0;  // holding it
+    bool overflow = false;
+    prometheus::Counter* lines = nullptr;
+    prometheus::Gauge* size = nullptr;
+    prometheus::Gauge* offset = nullptr;
+    prometheus::Gauge* lag = nullptr;
+    prometheus::Counter* rotations = nullptr;
+    prometheus::Counter* truncations = nullptr;
+  };
+  FileSeries* AcquireFile(const std::string& source, const std::string& path);
+  void ReleaseFile(FileSeries* series);
+  void CountFileLines(FileSeries* series, uint64_t n);
+  // What a tailer reports of one followed file, at scrape: sets the gauges and brings the event
+  // counters up to the running totals.
+  struct FileSample {
+    std::string source;
+    std::string path;
+    uint64_t size = 0;
+    uint64_t offset = 0;
+    uint64_t rotations = 0;
+    uint64_t truncations = 0;
+  };
+  void UpdateFiles(const std::vector<FileSample>& samples);
+
+  // The state store's health: a checkpoint written (with how long it took) or failed, and a
+  // corrupt state file moved aside at start.
+  void CountCheckpoint(bool ok, double seconds);
+  void CountCorruptStateFile();
+
   // Brings faultline_match_errors_total{engine} up to `totals`: running totals of engine errors,
   // summed over every MatchScratch in use (MatchScratch::errors()). Counters only rise, so a
   // smaller total changes nothing.
@@ -126,6 +181,11 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* lines_;
   prometheus::Family<prometheus::Counter>* bytes_;
   prometheus::Counter* truncated_;
+  prometheus::Family<prometheus::Counter>* bytes_lost_;
+  prometheus::Counter* checkpoints_;
+  prometheus::Counter* checkpoint_errors_;
+  prometheus::Histogram* checkpoint_seconds_;
+  prometheus::Counter* corrupt_state_files_;
   prometheus::Counter* vectorscan_errors_;
   prometheus::Counter* re2_set_errors_;
   prometheus::Gauge* rules_loaded_;
@@ -138,6 +198,16 @@ class Metrics {
   prometheus::Counter* reloads_failed_;
   prometheus::Gauge* last_reload_ok_;
   prometheus::Gauge* last_reload_success_;
+
+  prometheus::Family<prometheus::Gauge>* file_size_;
+  prometheus::Family<prometheus::Gauge>* file_offset_;
+  prometheus::Family<prometheus::Gauge>* file_lag_;
+  prometheus::Family<prometheus::Counter>* file_lines_;
+  prometheus::Family<prometheus::Counter>* file_rotations_;
+  prometheus::Family<prometheus::Counter>* file_truncations_;
+  std::map<std::pair<std::string, std::string>, std::unique_ptr<FileSeries>> files_;
+  std::map<std::string, std::unique_ptr<FileSeries>> overflow_files_;  // by source
+  std::size_t file_series_ = 0;  // paths with series of their own
 
   std::map<std::string, RuleSeries> by_id_;
   // By rule index of the bound rules: the rule's id and its series (nodes of by_id_).

@@ -25,6 +25,18 @@ bool SameLabelNames(const std::vector<LabelSpec>& specs, const std::vector<std::
 
 }  // namespace
 
+void SignatureLabels::Remember(const std::string& rule_id, const std::string& name,
+                               const std::string& value) {
+  auto it = by_id_.find(rule_id);
+  if (it == by_id_.end() || value == kOverflowLabelValue) return;
+  for (Label& label : it->second.labels) {
+    if (label.name == name &&
+        label.seen.size() < static_cast<std::size_t>(it->second.max_label_values)) {
+      label.seen.insert(value);
+    }
+  }
+}
+
 bool SignatureLabels::IsReservedName(const std::string& name) {
   // The rule loader already rejects these; a Rule built another way must still not reach
   // prometheus-cpp, which throws on them, on the per-line path.

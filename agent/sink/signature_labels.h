@@ -48,6 +48,10 @@ class SignatureLabels {
   // next call.
   const LabelPairs& Resolve(const Finding& finding);
 
+  // Counts `value` as seen for label `name` of rule `rule_id` (labels restored from saved
+  // counters at start), so the cap holds across restarts. Unknown rules and names are ignored.
+  void Remember(const std::string& rule_id, const std::string& name, const std::string& value);
+
   // "rule.id" or "rule.id{name=value,...}": the signature key of a resolved finding.
   static std::string Key(const std::string& rule_id, const LabelPairs& labels);
 

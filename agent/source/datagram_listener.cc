@@ -103,12 +103,27 @@ class DatagramListener::Impl : public std::enable_shared_from_this<DatagramListe
   std::size_t peers() const { return peers_.size(); }
   uint64_t datagrams() const { return datagrams_; }
 
+  std::vector<SourceStreamStatus> Streams() const {
+    std::vector<SourceStreamStatus> streams;
+    streams.reserve(peers_.size());
+    for (const Peer& peer : peers_) {
+      // Open: the peer's stream is live on the source's socket.
+      streams.push_back(
+          SourceStreamStatus{.name = peer.name, .read_bytes = peer.read_bytes, .open = true});
+    }
+    std::sort(streams.begin(), streams.end(),
+              [](const auto& a, const auto& b) { return a.name < b.name; });
+    return streams;
+  }
+
  private:
   struct Peer {
     std::string key;
+    std::string name;  // the stream's (socket_peer.h)
     std::unique_ptr<StreamConsumer> consumer;
     Clock::time_point last_active;
     bool quiet = false;
+    uint64_t read_bytes = 0;
   };
 
   bool OpenUdp(std::string* error) {
@@ -216,6 +231,7 @@ class DatagramListener::Impl : public std::enable_shared_from_this<DatagramListe
   }
 
   void Deliver(Peer& peer, std::size_t length, Clock::time_point now) {
+    peer.read_bytes += length;
     // The buffer has a byte of room past the largest datagram for this.
     if (buffer_[length - 1] != '\n') buffer_[length++] = '\n';
     peer.last_active = now;
@@ -260,7 +276,7 @@ class DatagramListener::Impl : public std::enable_shared_from_this<DatagramListe
     const SocketPeer peer = options_.unix_socket
                                 ? UnixPeer(options_.path, address, message.msg_namelen, credentials)
                                 : InetPeer(address, message.msg_namelen);
-    peers_.push_front(Peer{key_, factory_(peer), now});
+    peers_.push_front(Peer{key_, peer.name, factory_(peer), now});
     by_key_.emplace(key_, peers_.begin());
     return peers_.front();
   }
@@ -332,5 +348,6 @@ void DatagramListener::Stop() { impl_->Stop(); }
 uint16_t DatagramListener::port() const { return impl_->port(); }
 std::size_t DatagramListener::peers() const { return impl_->peers(); }
 uint64_t DatagramListener::datagrams() const { return impl_->datagrams(); }
+std::vector<SourceStreamStatus> DatagramListener::Streams() const { return impl_->Streams(); }
 
 }  // namespace faultline

@@ -28,9 +28,11 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "agent/core/asio.h"
 #include "agent/source/socket_peer.h"
+#include "agent/source/source_status.h"
 
 namespace faultline {
 
@@ -69,6 +71,8 @@ class DatagramListener {
   uint16_t port() const;  // UDP: the port bound; 0 otherwise
   std::size_t peers() const;
   uint64_t datagrams() const;
+  // The live peer streams, by name: what each has sent so far (the status page).
+  std::vector<SourceStreamStatus> Streams() const;
 
  private:
   class Impl;

@@ -98,6 +98,38 @@ std::vector<Glob> MakeGlobs(const std::vector<std::string>& patterns) {
   return {patterns.begin(), patterns.end()};
 }
 
+constexpr uint64_t kFnvBasis = 0xcbf29ce484222325ULL;
+
+// Whether the file open at `fd` still holds what `mark` says was read of it: at least the bytes
+// read, the same first bytes, and the same bytes just before where reading stopped.
+bool Holds(int fd, const FileMark& mark) {
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+      static_cast<uint64_t>(st.st_size) < mark.read_offset || mark.tail.size() > mark.read_offset ||
+      mark.resume_offset > mark.read_offset) {
+    return false;
+  }
+  std::string bytes;
+  if (mark.head_len > 0 && (!ReadAt(fd, 0, static_cast<size_t>(mark.head_len), &bytes) ||
+                            Fnv(kFnvBasis, bytes) != mark.head_hash)) {
+    return false;
+  }
+  return mark.tail.empty() ||
+         (ReadAt(fd, mark.read_offset - mark.tail.size(), mark.tail.size(), &bytes) &&
+          bytes == mark.tail);
+}
+
+// Compressed rotated copies hold other bytes than the log: never read as lines.
+bool IsCompressedName(const std::string& path) {
+  for (const char* extension : {".gz", ".zst", ".xz", ".bz2", ".lz4"}) {
+    const std::string_view ext(extension);
+    if (path.size() > ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
 void RememberTail(std::string& tail, std::string_view bytes) {
   if (bytes.size() >= kTailBytes) {
     tail.assign(bytes.substr(bytes.size() - kTailBytes));
@@ -136,7 +168,9 @@ void FileTailer::Start() {
   watcher_.Start([this](const std::vector<FolderWatcher::Event>& events) { OnEvents(events); },
                  [this](const std::string& dir) { OnFolderLost(dir); });
   WarnAboutRotatedNames();
+  LocateSavedFiles();
   Rescan(/*initial=*/true);
+  DrainLocated();
   if (announced_ > kAnnounced) {
     spdlog::info("following {} files in all for {}", files_.size(), options_.patterns.front());
   }
@@ -161,6 +195,7 @@ void FileTailer::Stop() {
   draining_.clear();
   by_identity_.clear();
   active_.clear();
+  unflushed_.clear();
   budget_->Unregister(this);
 }
 
@@ -501,6 +536,20 @@ void FileTailer::Discover(const std::string& path, bool initial) {
   }
   ++held_;
 
+  // A saved position for this file: where it was found at Start, or its own path.
+  const FileMark* resumed = nullptr;
+  if (auto located = located_.find(path); located != located_.end()) {
+    resumed = &marks_[located->second];
+    located_.erase(located);
+  } else if (auto at = saved_at_path_.find(id); at != saved_at_path_.end()) {
+    resumed = &marks_[at->second];
+    saved_at_path_.erase(at);
+  }
+  if (resumed != nullptr && !Holds(fd, *resumed)) {
+    options_.resume->Forget(*resumed);  // changed since Start looked
+    resumed = nullptr;
+  }
+
   auto file = std::make_unique<TailedFile>();
   file->path = path;
   file->is_link = is_link;
@@ -511,17 +560,26 @@ void FileTailer::Discover(const std::string& path, bool initial) {
   // A new file named like a rotated copy of one already read (app.log.1 beside app.log) is held
   // back until it stops growing: logrotate creates the copy empty and fills it, and only the
   // whole copy can be recognised.
-  file->settling = !initial && LooksLikeACopy(path);
-  StartAt(*file, initial && options_.start_at_end ? size : 0);
+  file->settling = resumed == nullptr && !initial && LooksLikeACopy(path);
+  // start_at is for a source's first start; later, a file without a saved position is new.
+  const uint64_t start = resumed != nullptr                              ? resumed->resume_offset
+                         : initial && options_.start_at_end && !history_ ? size
+                                                                         : 0;
+  StartAt(*file, start);
+  if (resumed != nullptr && file->mark.offset != start) {
+    options_.resume->Forget(*resumed);  // shrank meanwhile: StartAt fell back to 0
+    resumed = nullptr;
+  }
   file->last_size = st.st_size;
   file->last_mtime = st.st_mtim;
-  file->consumer = factory_(path);
+  file->consumer = MakeConsumer(path, file->mark.offset, resumed);
   file->last_data = Clock::now();
   const uint64_t offset = file->mark.offset;
-  const auto where = file->settling ? std::string("the beginning, once it stops growing")
-                     : offset == 0  ? std::string("the beginning")
-                     : offset == size ? std::string("its end")
-                                      : "byte " + std::to_string(offset);
+  const auto where = file->settling       ? std::string("the beginning, once it stops growing")
+                     : resumed != nullptr ? "its checkpoint, byte " + std::to_string(offset)
+                     : offset == 0        ? std::string("the beginning")
+                     : offset == size     ? std::string("its end")
+                                          : "byte " + std::to_string(offset);
   if (!initial || ++announced_ <= kAnnounced) {
     spdlog::info("following {} from {}", path, where);
   } else {
@@ -613,6 +671,10 @@ void FileTailer::Settle(TailedFile& file) {
   struct stat st {};
   if (fstat(file.fd, &st) != 0) return;
   StartAt(file, CopyOffset(file.fd, static_cast<uint64_t>(st.st_size), file.path));
+  // Nothing was fed to the consumer made at Discover; the stream really begins here.
+  if (options_.resume != nullptr) {
+    file.consumer = MakeConsumer(file.path, file.mark.offset, nullptr);
+  }
   pending_.try_emplace(file.path, false);
 }
 
@@ -633,7 +695,7 @@ void FileTailer::DrainUnseen(const std::string& path) {
   file->dev = st.st_dev;
   file->ino = st.st_ino;
   file->draining = true;
-  file->consumer = factory_(path);
+  file->consumer = MakeConsumer(path, 0, nullptr);
   file->last_data = Clock::now();
   spdlog::info("{} was written and rotated away before it was read; reading it there", path);
   by_identity_[{st.st_dev, st.st_ino}] = file.get();
@@ -694,6 +756,254 @@ uint64_t FileTailer::CopyOffset(int fd, uint64_t size, const std::string& path) 
     if (IsRotatedNameOf(path, it->path) && is_copy(it->mark, nullptr)) return found(it->path);
   }
   return 0;
+}
+
+std::unique_ptr<StreamConsumer> FileTailer::MakeConsumer(const std::string& path, uint64_t offset,
+                                                         const FileMark* resumed) {
+  if (options_.resume != nullptr) return options_.resume->Start(path, offset, resumed);
+  return factory_(path);
+}
+
+void FileTailer::LocateSavedFiles() {
+  if (options_.resume == nullptr) return;
+  marks_ = options_.resume->Unclaimed();
+  history_ = options_.resume->has_history();
+  for (size_t i = 0; i < marks_.size(); ++i) {
+    const FileMark& mark = marks_[i];
+    struct stat st {};
+    const bool at_path =
+        stat(mark.path.c_str(), &st) == 0 && st.st_dev == mark.device && st.st_ino == mark.inode;
+    if (at_path) {
+      struct stat lst {};
+      const bool is_link = lstat(mark.path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode);
+      const int fd = OpenForReading(mark.path, is_link);
+      const bool holds = fd >= 0 && Holds(fd, mark);
+      if (fd >= 0) close(fd);
+      if (holds) {
+        saved_at_path_[{st.st_dev, st.st_ino}] = i;
+        continue;
+      }
+    }
+    // Renamed while the agent was down (by inode), or copied and truncated (by content).
+    std::string found = at_path ? "" : FindSaved(mark, /*by_inode=*/true);
+    if (found.empty()) found = FindSaved(mark, /*by_inode=*/false);
+    if (!found.empty()) {
+      spdlog::info("{} was rotated while the agent was down; reading the rest of it in {}",
+                   mark.path, found);
+      located_[found] = i;
+      continue;
+    }
+    spdlog::info("{} was {} while the agent was down; its saved position no longer applies",
+                 mark.path, at_path ? "rewritten" : "deleted");
+    options_.resume->Forget(mark);
+  }
+}
+
+std::string FileTailer::FindSaved(const FileMark& mark, bool by_inode) {
+  // Content identifies a copy only when some was read: any file "holds" nothing read at all.
+  if (!by_inode && (mark.read_offset == 0 || mark.head_len == 0)) return "";
+  const std::string dir = ParentOf(mark.path);
+  const std::unique_ptr<DIR, int (*)(DIR*)> listing(opendir(dir.c_str()), closedir);
+  if (listing == nullptr) return "";
+  std::vector<std::string> names;
+  while (const dirent* entry = readdir(listing.get())) {
+    const std::string name = JoinPath(dir, entry->d_name);
+    if (name == mark.path || entry->d_name[0] == '.') continue;
+    if (by_inode ? entry->d_ino == mark.inode
+                 : IsRotatedNameOf(name, mark.path) && !IsCompressedName(name)) {
+      names.push_back(name);
+    }
+  }
+  for (const std::string& name : names) {
+    const int fd = OpenForReading(name, /*is_link=*/false);
+    if (fd < 0) continue;
+    struct stat st {};
+    // A file that is another saved file (by inode), or that another mark already found, is not a
+    // copy of this one, whatever its bytes: copytruncate's copy is a new inode.
+    const auto other_mark = [&](const FileMark& m) {
+      return &m != &mark && m.device == static_cast<uint64_t>(st.st_dev) &&
+             m.inode == static_cast<uint64_t>(st.st_ino);
+    };
+    const bool same = fstat(fd, &st) == 0 && !by_identity_.contains({st.st_dev, st.st_ino}) &&
+                      (!by_inode || (st.st_dev == mark.device && st.st_ino == mark.inode)) &&
+                      (by_inode || (std::none_of(marks_.begin(), marks_.end(), other_mark) &&
+                                    !located_.contains(name))) &&
+                      Holds(fd, mark);
+    close(fd);
+    if (same) return name;
+  }
+  return "";
+}
+
+void FileTailer::DrainLocated() {
+  if (options_.resume == nullptr) return;
+  // Files rotated (and, for a copy, truncated) before or while the agent was down, under names
+  // the globs do not follow (a rotated file being drained at the checkpoint is saved under the
+  // name it had then): read their rest, then let them go like any rotated file.
+  const auto drain = [&](const std::string& path, const FileMark* resumed) {
+    budget_->Acquire(this, /*force=*/true);
+    const int fd = OpenForReading(path, /*is_link=*/false);
+    struct stat st {};
+    if (fd < 0 || fstat(fd, &st) != 0 || by_identity_.contains({st.st_dev, st.st_ino})) {
+      if (fd >= 0) close(fd);
+      budget_->Release();
+      if (resumed != nullptr) options_.resume->Forget(*resumed);
+      return;
+    }
+    ++held_;
+    auto file = std::make_unique<TailedFile>();
+    file->path = path;
+    file->fd = fd;
+    file->dev = st.st_dev;
+    file->ino = st.st_ino;
+    file->draining = true;
+    StartAt(*file, resumed != nullptr ? resumed->resume_offset : 0);
+    if (resumed != nullptr && file->mark.offset != resumed->resume_offset) {
+      options_.resume->Forget(*resumed);
+      resumed = nullptr;
+    }
+    file->last_size = st.st_size;
+    file->last_mtime = st.st_mtim;
+    file->consumer = MakeConsumer(path, file->mark.offset, resumed);
+    file->last_data = Clock::now();
+    by_identity_[{st.st_dev, st.st_ino}] = file.get();
+    draining_.push_back(std::move(file));
+    drain_wanted_ = true;
+  };
+  for (const auto& [path, index] : std::exchange(located_, {})) drain(path, &marks_[index]);
+  for (const auto& [id, index] : std::exchange(saved_at_path_, {})) {
+    drain(marks_[index].path, &marks_[index]);
+  }
+  // Rotated names of saved files that changed after the checkpoint and hold no saved position:
+  // written and rotated while the agent was down (a file rotated twice), read whole.
+  const int64_t since = options_.resume->checkpoint_time_ns();
+  if (since > 0) {
+    std::set<std::string> seen;
+    for (const FileMark& mark : marks_) {
+      if (!seen.insert(mark.path).second) continue;
+      const std::string dir = ParentOf(mark.path);
+      const std::unique_ptr<DIR, int (*)(DIR*)> listing(opendir(dir.c_str()), closedir);
+      if (listing == nullptr) continue;
+      std::vector<std::string> fresh;
+      while (const dirent* entry = readdir(listing.get())) {
+        const std::string name = JoinPath(dir, entry->d_name);
+        if (entry->d_name[0] == '.' || !IsRotatedNameOf(name, mark.path) ||
+            IsCompressedName(name) || files_.contains(name) || Wanted(name)) {
+          continue;
+        }
+        struct stat st {};
+        if (stat(name.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
+            by_identity_.contains({st.st_dev, st.st_ino})) {
+          continue;
+        }
+        const int64_t mtime = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
+        if (mtime >= since) fresh.push_back(name);
+      }
+      for (const std::string& name : fresh) {
+        spdlog::info("{} was written and rotated while the agent was down; reading it whole", name);
+        drain(name, nullptr);
+      }
+    }
+  }
+  marks_.clear();
+}
+
+bool FileTailer::ContinueInCopy(TailedFile& file) {
+  if (file.mark.offset == 0) return false;
+  const FileMark read{file.path,
+                      static_cast<uint64_t>(file.dev),
+                      static_cast<uint64_t>(file.ino),
+                      file.mark.head_hash,
+                      file.mark.head_len,
+                      file.mark.offset,
+                      file.mark.tail,
+                      file.mark.offset};
+  const std::string dir = ParentOf(file.path);
+  std::vector<std::string> names;
+  if (const std::unique_ptr<DIR, int (*)(DIR*)> listing(opendir(dir.c_str()), closedir);
+      listing != nullptr) {
+    while (const dirent* entry = readdir(listing.get())) {
+      const std::string name = JoinPath(dir, entry->d_name);
+      // A copy the globs follow is recognised as one when found (CopyOffset); this is for the
+      // copies nothing follows.
+      if (entry->d_name[0] != '.' && IsRotatedNameOf(name, file.path) && !IsCompressedName(name) &&
+          !Wanted(name) && !files_.contains(name)) {
+        names.push_back(name);
+      }
+    }
+  }
+  for (const std::string& name : names) {
+    budget_->Acquire(this, /*force=*/true);
+    const int fd = OpenForReading(name, /*is_link=*/false);
+    struct stat st {};
+    if (fd < 0 || fstat(fd, &st) != 0 || by_identity_.contains({st.st_dev, st.st_ino}) ||
+        !Holds(fd, read)) {
+      if (fd >= 0) close(fd);
+      budget_->Release();
+      continue;
+    }
+    ++held_;
+    ++truncations_;
+    CountPathEvent(file.path, /*rotation=*/false);
+    spdlog::info("{} was copied to {} and truncated; reading the rest of its lines there",
+                 file.path, name);
+    auto copy = std::make_unique<TailedFile>();
+    copy->path = name;
+    copy->fd = fd;
+    copy->dev = st.st_dev;
+    copy->ino = st.st_ino;
+    copy->mark = file.mark;
+    copy->last_size = st.st_size;
+    copy->last_mtime = st.st_mtim;
+    copy->consumer = std::move(file.consumer);
+    copy->draining = true;
+    copy->last_data = Clock::now();
+    by_identity_[{st.st_dev, st.st_ino}] = copy.get();
+    draining_.push_back(std::move(copy));
+    drain_wanted_ = true;
+    file.consumer = MakeConsumer(file.path, 0, nullptr);
+    file.mark = ReadMark{};
+    return true;
+  }
+  return false;
+}
+
+void FileTailer::ForEachStream(
+    const std::function<void(const FileMark&, StreamConsumer&)>& visit) const {
+  const auto one = [&](const TailedFile& file) {
+    if (file.settling || file.consumer == nullptr) return;
+    const FileMark mark{file.path,
+                        static_cast<uint64_t>(file.dev),
+                        static_cast<uint64_t>(file.ino),
+                        file.mark.head_hash,
+                        file.mark.head_len,
+                        file.mark.offset,
+                        file.mark.tail,
+                        0};
+    visit(mark, *file.consumer);
+  };
+  for (const auto& [path, file] : files_) one(*file);
+  for (const auto& file : draining_) one(*file);
+}
+
+void FileTailer::ForEachFile(const std::function<void(const FileView&)>& visit) const {
+  for (const auto& [path, file] : files_) {
+    if (file->settling) continue;
+    const uint64_t seen = file->last_size > 0 ? static_cast<uint64_t>(file->last_size) : 0;
+    const uint64_t size = std::max(file->mark.offset, seen);
+    auto events = path_events_.find(path);
+    const PathEvents counts = events == path_events_.end() ? PathEvents{} : events->second;
+    visit(FileView{path, size, file->mark.offset, counts.rotations, counts.truncations});
+  }
+}
+
+void FileTailer::CountPathEvent(const std::string& path, bool rotation) {
+  auto it = path_events_.find(path);
+  if (it == path_events_.end()) {
+    if (path_events_.size() >= kMaxPathsCounted) return;
+    it = path_events_.emplace(path, PathEvents{}).first;
+  }
+  ++(rotation ? it->second.rotations : it->second.truncations);
 }
 
 void FileTailer::Pass() {
@@ -790,12 +1100,16 @@ bool FileTailer::Reopen(TailedFile& file) {
 void FileTailer::Replace(TailedFile& file, bool path_exists) {
   const std::string path = file.path;
   std::unique_ptr<TailedFile> old = Unfollow(path);
+  if (!path_exists) path_events_.erase(path);
   if (path_exists) {
+    CountPathEvent(path, /*rotation=*/true);
     ++rotations_;
     spdlog::info("{} was rotated; draining the old file and following the new one", path);
   }
   if (old->fd >= 0 || Locate(*old)) {
     old->draining = true;
+    // A writer that still holds it gets rotate_wait from now, however long it had been idle.
+    old->last_data = std::max(old->last_data, Clock::now());
     draining_.push_back(std::move(old));
   } else {
     spdlog::debug("{} was deleted while closed; its stream ends", path);
@@ -858,10 +1172,11 @@ bool FileTailer::Locate(TailedFile& file) {
 
 void FileTailer::RestartStream(TailedFile& file, const char* why) {
   spdlog::info("{} {}; reading it again from the start", file.path, why);
+  CountPathEvent(file.path, /*rotation=*/false);
   ++truncations_;
   Remember(file);  // what it held before, to recognise a copy of it (copytruncate)
   file.consumer->OnEnd();
-  file.consumer = factory_(file.path);
+  file.consumer = MakeConsumer(file.path, 0, nullptr);
   file.mark = ReadMark{};
 }
 
@@ -880,7 +1195,13 @@ bool FileTailer::WasRewritten(TailedFile& file) {
 }
 
 bool FileTailer::ReadSome(TailedFile& file) {
-  if (WasRewritten(file)) RestartStream(file, "was truncated or rewritten");
+  const off_t seen = file.last_size;  // before WasRewritten looks again
+  if (WasRewritten(file) && !ContinueInCopy(file)) {
+    if (seen > 0 && static_cast<uint64_t>(seen) > file.mark.offset) {
+      bytes_lost_ += static_cast<uint64_t>(seen) - file.mark.offset;
+    }
+    RestartStream(file, "was truncated or rewritten");
+  }
   size_t taken = 0;
   while (taken < options_.read_budget) {
     const ssize_t n = pread(file.fd, read_buffer_.data(), read_buffer_.size(),
@@ -903,6 +1224,7 @@ bool FileTailer::ReadSome(TailedFile& file) {
     file.last_data = Clock::now();
     file.quiet_reported = false;
     active_.insert(&file);
+    if (options_.partial_flush_after.count() > 0) unflushed_.insert(&file);
     file.consumer->OnBytes(bytes);
   }
   return true;
@@ -914,11 +1236,9 @@ void FileTailer::ReadDraining() {
     TailedFile& file = **it;
     const bool more = ReadSome(file);
     drain_wanted_ = drain_wanted_ || more;
-    struct stat st {};
-    const bool deleted = fstat(file.fd, &st) == 0 && st.st_nlink == 0;
-    // A deleted file gets no more writes once drained; a renamed one may, from a writer that has
-    // not reopened yet, so it is kept until it has been quiet for rotate_wait.
-    if ((deleted && !more) || now - file.last_data >= options_.rotate_wait) {
+    // A renamed or deleted file may still be written by a writer that holds it and has not
+    // reopened yet, so it is kept until it has been quiet for rotate_wait.
+    if (!more && now - file.last_data >= options_.rotate_wait) {
       std::unique_ptr<TailedFile> done = std::move(*it);
       it = draining_.erase(it);
       End(std::move(done));
@@ -929,6 +1249,14 @@ void FileTailer::ReadDraining() {
 }
 
 void FileTailer::CheckQuiet(Clock::time_point now) {
+  for (auto it = unflushed_.begin(); it != unflushed_.end();) {
+    if (now - (*it)->last_data >= options_.partial_flush_after) {
+      (*it)->consumer->OnPartialTimeout();
+      it = unflushed_.erase(it);
+    } else {
+      ++it;
+    }
+  }
   for (auto it = active_.begin(); it != active_.end();) {
     TailedFile& file = **it;
     if (now - file.last_data >= options_.quiet_after) {
@@ -1002,6 +1330,7 @@ void FileTailer::End(std::unique_ptr<TailedFile> file) {
   file->consumer->OnEnd();
   CloseFd(*file);
   active_.erase(file.get());
+  unflushed_.erase(file.get());
   if (auto it = by_identity_.find({file->dev, file->ino});
       it != by_identity_.end() && it->second == file.get()) {
     by_identity_.erase(it);

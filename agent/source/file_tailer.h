@@ -26,12 +26,25 @@
 // - Present at Start: read from its end (start_at: end) or its beginning (start_at: beginning).
 //   Found later: read from the beginning, since everything in it is new, unless it is a copy of a
 //   file already read (below).
+// - With saved positions (options.resume, file_resume.h), at Start each saved file is looked for
+//   before anything is read: at its path (same device and inode), else in its folder by inode (it
+//   was renamed while the agent was down), else among its rotated names by content (logrotate
+//   copytruncate ran while the agent was down: the copy holds the unread rest). Found and
+//   unchanged (same first bytes, at least the bytes read, the same bytes where reading stopped),
+//   its stream resumes where the checkpoint says, under whatever name it has now, followed if the
+//   globs match that name and drained otherwise. A saved file whose inode now holds other bytes
+//   is read from 0; start_at applies only on the source's first start (files present then, with
+//   no saved position, appeared while the agent was down and are read whole).
 // - Appended: the new bytes go to its consumer.
 // - Truncated or rewritten in place (copytruncate): noticed when the size drops below the read
 //   offset, or when the file changed and the bytes just before the offset are no longer the ones
 //   read there (a truncate followed by writes that regrow it past the old offset), or when its
-//   first bytes changed while it was closed. The consumer's stream ends (OnEnd) and a new stream
-//   of the same path starts at offset 0.
+//   first bytes changed while it was closed. When a rotated name of it in its folder that nothing
+//   follows (app.log.1, excluded by default) holds what was read (logrotate copytruncate copied it
+//   just before truncating), the stream goes on in that copy from where it stopped, so the lines
+//   written between the last read and the copy are read once; otherwise the stream ends (OnEnd)
+//   and the bytes seen in the file but never read are counted as lost (bytes_lost()). Either
+//   way a new stream of the same path starts at offset 0.
 // - Rotated by rename (the path now names another inode): the old file keeps being read until it
 //   has been quiet for rotate_wait (a writer may not reopen at once), then its stream ends; the
 //   new file at the path is read from the beginning as a new stream. A rotated file is followed
@@ -48,7 +61,9 @@
 //   bytes just before min(its size, that file's offset) are the ones read there, it is followed
 //   from that point, so its lines are not counted again; otherwise it is read from the beginning.
 //   A copy shorter than 1 KiB taken before the original grew further is not recognised.
-// - Deleted: read to its end, then its stream ends.
+// - Deleted: read to its end, and on while a writer that still holds it appends, until it has been
+//   quiet for rotate_wait (counted from its last write or its deletion, whichever is later; the
+//   same for a file rotated away); then its stream ends and its descriptor is closed.
 // - Unreadable (permissions, vanished between finding and opening), or not a regular file:
 //   reported once, tried again when inotify reports it changed, and at the next rescan.
 // A stream that has had no new bytes for quiet_after gets OnQuiet once (to settle pending
@@ -86,12 +101,13 @@
 #include <vector>
 
 #include "agent/core/asio.h"
-#include "agent/source/stream_consumer.h"
 #include "agent/source/descriptor_budget.h"
+#include "agent/source/file_resume.h"
 #include "agent/source/folder_watcher.h"
 #include "agent/source/glob.h"
 #include "agent/source/rotated_names.h"
 #include "agent/source/source_status.h"
+#include "agent/source/stream_consumer.h"
 
 namespace faultline {
 
@@ -103,11 +119,17 @@ struct FileTailerOptions {
   std::chrono::milliseconds poll_interval{1000};
   std::chrono::milliseconds rescan_interval{30000};
   std::chrono::milliseconds quiet_after{2000};
+  // A stream with no new bytes this long gets OnPartialTimeout (its partial last line is taken);
+  // 0: never, a partial line waits for its newline, a rotation or a deletion.
+  std::chrono::milliseconds partial_flush_after{0};
   std::chrono::milliseconds rotate_wait{60000};
   std::chrono::milliseconds close_idle_after{std::chrono::minutes(5)};
   size_t read_budget = 4 << 20;
   // Shared by the agent's tailers; null gives this tailer an unlimited budget of its own.
   std::shared_ptr<DescriptorBudget> descriptors;
+  // Saved positions to resume from; when set, it also makes every stream's consumer (the factory
+  // is not used). Must outlive the tailer.
+  FileResume* resume = nullptr;
 };
 
 class FileTailer : private DescriptorBudget::Holder {
@@ -129,6 +151,26 @@ class FileTailer : private DescriptorBudget::Holder {
   uint64_t truncations() const { return truncations_; }
   uint64_t copies_recognised() const { return copies_; }
   uint64_t reopens() const { return reopens_; }
+  // Bytes a file was seen to hold that were never read because it was truncated first
+  // (copytruncate with no copy holding them): an estimate from the sizes seen.
+  uint64_t bytes_lost() const { return bytes_lost_; }
+
+  // Every stream now, with what identifies its file and how far it was read (resume_offset left
+  // 0: the consumer knows where its first open line starts). Files held back as possible copies
+  // have read nothing and are left out.
+  void ForEachStream(const std::function<void(const FileMark&, StreamConsumer&)>& visit) const;
+
+  // Every followed file (not those being drained after a rotation) as /metrics shows it: its
+  // size as last seen, how far it was read, and how often its path was rotated or its file
+  // truncated while followed (counts kept for at most kMaxPathsCounted paths).
+  struct FileView {
+    const std::string& path;
+    uint64_t size;
+    uint64_t offset;
+    uint64_t rotations;
+    uint64_t truncations;
+  };
+  void ForEachFile(const std::function<void(const FileView&)>& visit) const;
   // Full walks of the globs since Start (the first one included).
   uint64_t rescans() const { return rescans_; }
   // Every followed file with its offset and lag, and the paths that could not be read now.
@@ -208,6 +250,17 @@ class FileTailer : private DescriptorBudget::Holder {
   bool Reliable(const TailedFile& file) const;
   void UpdateReliability(const TailedFile& file);
 
+  // Saved positions (options.resume).
+  std::unique_ptr<StreamConsumer> MakeConsumer(const std::string& path, uint64_t offset,
+                                               const FileMark* resumed);
+  void LocateSavedFiles();
+  // Where a saved file is now when not at its path: its folder's entry with its inode, else a
+  // rotated name of it holding its bytes. Empty when nowhere.
+  std::string FindSaved(const FileMark& mark, bool by_inode);
+  void DrainLocated();
+  // Continues `file`'s stream in a copy of it nobody follows, after a copytruncate.
+  bool ContinueInCopy(TailedFile& file);
+
   // Following them.
   void Pass();
   void Service(TailedFile& file, bool recheck);
@@ -248,6 +301,7 @@ class FileTailer : private DescriptorBudget::Holder {
   std::unordered_map<Identity, TailedFile*, IdentityHash> by_identity_;
   std::list<TailedFile*> lru_;  // followed files holding a descriptor, most recently used first
   std::unordered_set<TailedFile*> active_;  // had bytes, not yet told OnQuiet
+  std::unordered_set<TailedFile*> unflushed_;  // had bytes, not yet told OnPartialTimeout
   std::set<std::string> unreliable_;        // followed paths inotify cannot vouch for
   std::deque<EndedStream> ended_;           // for recognising copies
   // Links followed (or waiting for their target): link path -> the paths it resolves through.
@@ -282,6 +336,21 @@ class FileTailer : private DescriptorBudget::Holder {
   uint64_t copies_ = 0;
   uint64_t reopens_ = 0;
   uint64_t rescans_ = 0;
+  uint64_t bytes_lost_ = 0;
+  // Rotations and truncations by followed path; a path that goes away (deleted) is forgotten.
+  static constexpr size_t kMaxPathsCounted = 4096;
+  struct PathEvents {
+    uint64_t rotations = 0;
+    uint64_t truncations = 0;
+  };
+  std::unordered_map<std::string, PathEvents> path_events_;
+  void CountPathEvent(const std::string& path, bool rotation);
+  // Saved positions: the marks, which path holds each one now (at Start), and by identity the
+  // ones at their own path.
+  std::vector<FileMark> marks_;
+  std::map<std::string, size_t> located_;
+  std::unordered_map<Identity, size_t, IdentityHash> saved_at_path_;
+  bool history_ = false;
   // Completions still queued when the tailer is destroyed check this instead of touching it.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

@@ -21,6 +21,9 @@ class StreamConsumer {
   virtual ~StreamConsumer() = default;
   virtual void OnBytes(std::string_view bytes) = 0;
   virtual void OnQuiet() = 0;  // nothing new for a while: settle what waits for more
+  // Nothing new for the source's partial_flush_ms: a partial last line may be taken as a line.
+  // Only sources with such a setting call it.
+  virtual void OnPartialTimeout() {}
   virtual void OnEnd() = 0;    // no more bytes will come to this stream
 };
 

@@ -58,16 +58,22 @@ uint16_t PortOf(const Protocol::endpoint& endpoint) {
 
 class StreamListener::Connection {
  public:
-  Connection(Protocol::socket socket, std::unique_ptr<StreamConsumer> consumer,
+  Connection(Protocol::socket socket, std::string name, std::unique_ptr<StreamConsumer> consumer,
              Clock::time_point now)
-      : socket_(std::move(socket)), consumer_(std::move(consumer)), last_active_(now) {}
+      : socket_(std::move(socket)),
+        name_(std::move(name)),
+        consumer_(std::move(consumer)),
+        last_active_(now) {}
 
   Protocol::socket& socket() { return socket_; }
+  const std::string& name() const { return name_; }
+  uint64_t read_bytes() const { return read_bytes_; }
   StreamConsumer& consumer() { return *consumer_; }
   Clock::time_point last_active() const { return last_active_; }
   bool closed() const { return closed_; }
 
-  void Active(Clock::time_point now) {
+  void Read(std::size_t bytes, Clock::time_point now) {
+    read_bytes_ += bytes;
     last_active_ = now;
     quiet_ = false;
   }
@@ -92,8 +98,10 @@ class StreamListener::Connection {
 
  private:
   Protocol::socket socket_;
+  const std::string name_;
   std::unique_ptr<StreamConsumer> consumer_;
   Clock::time_point last_active_;
+  uint64_t read_bytes_ = 0;
   bool quiet_ = false;
   bool closed_ = false;
 };
@@ -138,6 +146,18 @@ class StreamListener::Impl : public std::enable_shared_from_this<StreamListener:
   std::size_t connections() const { return connections_.size(); }
   uint64_t evicted() const { return evicted_; }
   uint64_t refused() const { return refused_; }
+
+  std::vector<SourceStreamStatus> Streams() const {
+    std::vector<SourceStreamStatus> streams;
+    streams.reserve(connections_.size());
+    for (const auto& [key, c] : connections_) {
+      streams.push_back(
+          SourceStreamStatus{.name = c->name(), .read_bytes = c->read_bytes(), .open = true});
+    }
+    std::sort(streams.begin(), streams.end(),
+              [](const auto& a, const auto& b) { return a.name < b.name; });
+    return streams;
+  }
 
  private:
   bool OpenTcp(std::string* error) {
@@ -246,7 +266,7 @@ class StreamListener::Impl : public std::enable_shared_from_this<StreamListener:
     if (!options_.unix_socket) socket.set_option(asio::socket_base::keep_alive(true), option_ec);
     const SocketPeer peer = PeerOf(socket);
     spdlog::debug("{}: connection from {}", where_, peer.name);
-    auto c = std::make_shared<Connection>(std::move(socket), factory_(peer), now);
+    auto c = std::make_shared<Connection>(std::move(socket), peer.name, factory_(peer), now);
     connections_.emplace(c.get(), c);
     ReadTurn(c);  // bytes may have come with the connection
     Accept();
@@ -306,7 +326,7 @@ class StreamListener::Impl : public std::enable_shared_from_this<StreamListener:
         Close(c.get());
         return;
       }
-      c->Active(Clock::now());
+      c->Read(n, Clock::now());
       c->consumer().OnBytes(std::string_view(buffer_.data(), n));
       taken += n;
       if (taken >= options_.read_budget) {
@@ -399,5 +419,6 @@ uint16_t StreamListener::port() const { return impl_->port(); }
 std::size_t StreamListener::connections() const { return impl_->connections(); }
 uint64_t StreamListener::evicted() const { return impl_->evicted(); }
 uint64_t StreamListener::refused() const { return impl_->refused(); }
+std::vector<SourceStreamStatus> StreamListener::Streams() const { return impl_->Streams(); }
 
 }  // namespace faultline

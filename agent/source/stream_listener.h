@@ -36,9 +36,11 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "agent/core/asio.h"
 #include "agent/source/socket_peer.h"
+#include "agent/source/source_status.h"
 
 namespace faultline {
 
@@ -79,6 +81,8 @@ class StreamListener {
   std::size_t connections() const;
   uint64_t evicted() const;  // connections closed to make room for a newcomer
   uint64_t refused() const;  // newcomers closed at the cap
+  // The open connections, by name: what each has sent so far (the status page).
+  std::vector<SourceStreamStatus> Streams() const;
 
  private:
   class Impl;

@@ -34,7 +34,8 @@ void SyslogFramer::Keep(std::string_view bytes) {
 }
 
 void SyslogFramer::Emit(Sink& sink) {
-  sink.OnMessage(WithoutLineEnd(message_));
+  // A line's CR before its LF never reached message_ (kLine holds it back).
+  sink.OnMessage(state_ == State::kLine ? std::string_view(message_) : WithoutLineEnd(message_));
   message_.clear();
   if (message_.capacity() > kRetainedBytes) std::string().swap(message_);
   cut_ = false;
@@ -69,7 +70,7 @@ void SyslogFramer::Feed(std::string_view bytes, Sink& sink) {
           message_.clear();
           state_ = State::kOctets;
         } else {
-          state_ = State::kLine;  // the digits begin a plain message, and stay in it
+          CountBeginsALine();
         }
         break;
       }
@@ -85,12 +86,10 @@ void SyslogFramer::Feed(std::string_view bytes, Sink& sink) {
         break;
       }
       case State::kLine: {
+        // A line is the bytes before its LF less one CR right before it, then cut at the limit,
+        // however the reads split it.
         const size_t lf = bytes.find('\n');
-        if (lf == std::string_view::npos) {
-          Keep(bytes);
-          return;
-        }
-        if (message_.empty() && !cut_) {
+        if (lf != std::string_view::npos && message_.empty() && !cut_ && !held_cr_) {
           // The common case: the whole line is in this read; hand it out without a copy.
           std::string_view line = WithoutLineEnd(bytes.substr(0, lf + 1));
           if (line.size() > max_message_bytes_) {
@@ -98,10 +97,22 @@ void SyslogFramer::Feed(std::string_view bytes, Sink& sink) {
             ++truncated_;
           }
           sink.OnMessage(line);
-        } else {
-          Keep(bytes.substr(0, lf));
-          Emit(sink);
+          bytes.remove_prefix(lf + 1);
+          state_ = State::kFrameStart;
+          break;
         }
+        std::string_view part = bytes.substr(0, lf == std::string_view::npos ? bytes.size() : lf);
+        // A CR that ended the last read was not the line's end after all: more bytes came.
+        if (held_cr_ && !part.empty()) Keep("\r");
+        held_cr_ = false;
+        const bool ends_in_cr = !part.empty() && part.back() == '\r';
+        if (ends_in_cr) part.remove_suffix(1);
+        Keep(part);
+        if (lf == std::string_view::npos) {
+          held_cr_ = ends_in_cr;  // the line's end if an LF comes next
+          return;
+        }
+        Emit(sink);
         bytes.remove_prefix(lf + 1);
         state_ = State::kFrameStart;
         break;
@@ -110,10 +121,21 @@ void SyslogFramer::Feed(std::string_view bytes, Sink& sink) {
   }
 }
 
+void SyslogFramer::CountBeginsALine() {
+  state_ = State::kLine;
+  if (message_.size() > max_message_bytes_) {
+    message_.resize(max_message_bytes_);
+    ++truncated_;
+    cut_ = true;
+  }
+}
+
 void SyslogFramer::Finish(Sink& sink) {
+  if (state_ == State::kCount) CountBeginsALine();  // digits and then the end: a line
   if (state_ != State::kFrameStart && (!message_.empty() || cut_)) Emit(sink);
   message_.clear();
   cut_ = false;
+  held_cr_ = false;  // a last line's CR is its end, as WithoutLineEnd has it
   state_ = State::kFrameStart;
 }
 

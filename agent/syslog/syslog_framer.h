@@ -51,11 +51,15 @@ class SyslogFramer {
   // Appends to the message being assembled, up to the limit.
   void Keep(std::string_view bytes);
   void Emit(Sink& sink);
+  // The digits read as a count are not followed by a space: they begin a LF-framed message, and
+  // are its first bytes, under the same limit.
+  void CountBeginsALine();
 
   const size_t max_message_bytes_;
   State state_ = State::kFrameStart;
   std::string message_;     // bytes of the message being assembled (or of the count, in kCount)
   bool cut_ = false;        // the message being assembled passed the limit
+  bool held_cr_ = false;    // kLine: the last read ended in a CR, not yet kept
   uint64_t remaining_ = 0;  // kOctets: bytes of the frame still to come
   int count_digits_ = 0;
   uint64_t truncated_ = 0;

@@ -157,6 +157,7 @@ std::optional<SyslogTime> BsdTimestamp(std::string_view& s, const CivilTime& now
   const std::optional<int> year = ResolveYear(time.civil, now);
   if (!year) return std::nullopt;
   time.civil.year = *year;
+  time.year_inferred = true;
   return time;
 }
 

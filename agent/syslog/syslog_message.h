@@ -46,6 +46,8 @@ struct SyslogTime {
   uint32_t nanoseconds = 0;
   // Minutes east of UTC, when the timestamp says (RFC 3339 `Z` or `+hh:mm`); RFC 3164 never does.
   std::optional<int> utc_offset_minutes;
+  // The message gave no year (RFC 3164's `Mmm dd hh:mm:ss`): civil.year is ResolveYear's.
+  bool year_inferred = false;
   bool operator==(const SyslogTime&) const = default;
 };
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # TCP ingestion benchmark: lines per second that `faultline run` reads, frames, matches and
 # counts from one TCP sender and from 100 concurrent senders, beside rsyslog receiving the same
-# bytes the same way in the same run (when rsyslogd is installed).
+# bytes the same way in the same run (when rsyslogd is installed), and from a file source
+# following a file the same bytes are appended to (the agent's own peer, same run).
 #
 # What it does:
 #   - generates LINES lines once (default 2,000,000 lines of about 80 bytes; every 100th is a
@@ -100,6 +101,12 @@ run_faultline() {
   local how=$1 http tcp dir=$work/faultline
   http=$(free_port); tcp=$(free_port)
   rm -rf "$dir"; mkdir -p "$dir"
+  # `file`: the peer within faultline, a file source following a file the bytes are appended to.
+  local source="{id: net, type: tcp, listen: \"127.0.0.1:$tcp\"}"
+  if [ "$how" = file ]; then
+    : >"$dir/in.log"
+    source="{id: net, type: file, paths: [\"$dir/in.log\"], start_at: beginning}"
+  fi
   cat > "$dir/faultline.yaml" <<EOF
 rules:
   paths: [$work/rules]
@@ -108,7 +115,7 @@ http:
 log:
   level: warn
 sources:
-  - {id: net, type: tcp, listen: "127.0.0.1:$tcp"}
+  - $source
 EOF
   FAULTLINE_CACHE_DIR= "$bin" run -c "$dir/faultline.yaml" 2>"$dir/stderr" &
   local pid=$!
@@ -118,7 +125,7 @@ EOF
   done
   local start end counted=0 hit=0 deadline
   start=$(now)
-  send "$tcp" "$how" &
+  if [ "$how" = file ]; then cat "$data" >>"$dir/in.log" & else send "$tcp" "$how" & fi
   local sender=$!
   deadline=$(( $(date +%s) + timeout_s ))
   while :; do
@@ -197,10 +204,12 @@ printf 'net_throughput: %d lines (%.1f MiB, %d hits) over TCP on loopback, best 
   "$lines" "$(echo "$bytes / 1048576" | bc -l)" "$hits" "$runs"
 printf '%-10s %-12s %10s %14s %10s\n' tool senders seconds lines/s MiB/s
 tools=(faultline); [ $have_rsyslog = 1 ] && tools+=(rsyslog)
-for how in one many; do
+for how in one many file; do
+  [ $how = file ] && tools=(faultline)
   for tool in "${tools[@]}"; do
     if t=$(best "$tool" "$how"); then
-      printf '%-10s %-12s %10.2f %14.0f %10.1f\n' "$tool" "$([ $how = one ] && echo 1 || echo "$senders")" \
+      printf '%-10s %-12s %10.2f %14.0f %10.1f\n' "$tool" \
+        "$(case $how in one) echo 1 ;; many) echo "$senders" ;; *) echo "file source" ;; esac)" \
         "$t" "$(echo "$lines / $t" | bc -l)" "$(echo "$bytes / 1048576 / $t" | bc -l)"
     else
       rc=$?; [ $rc -gt $status ] && status=$rc

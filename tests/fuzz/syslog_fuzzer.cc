@@ -56,7 +56,10 @@ void CheckParse(std::string_view message, const CivilTime& now) {
     const CivilTime& t = m.time->civil;
     Check(t.month >= 1 && t.month <= 12 && t.day >= 1 && t.day <= 31 && t.hour <= 23 &&
           t.minute <= 59 && t.second <= 60 && m.time->nanoseconds < 1000000000u);
-    if (m.format == SyslogFormat::kRfc3164 && !m.time->utc_offset_minutes) {
+    // A yearless timestamp's year is the receiver's or a neighbour; an RFC 3339 one in a BSD
+    // message (as rsyslog forwards) keeps the year it gives.
+    if (m.time->year_inferred) {
+      Check(m.format == SyslogFormat::kRfc3164 && !m.time->utc_offset_minutes);
       Check(t.year >= now.year - 1 && t.year <= now.year + 1);
     }
   }

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -321,6 +322,16 @@ class NetTypeTest : public NetSourceTest, public ::testing::WithParamInterface<N
     getsockname(client.fd(), reinterpret_cast<sockaddr*>(&own), &length);
     return "127.0.0.1:" + std::to_string(ntohs(own.sin_port));
   }
+  // The source `id` as /api/v1/status shows it, {} when it is not there.
+  nlohmann::json SourceStatus(const std::string& id) {
+    std::string body;
+    if (HttpGet(port_, "/api/v1/status", &body) != 200) return {};
+    const nlohmann::json json = nlohmann::json::parse(body);
+    for (const auto& source : json["sources"]) {
+      if (source["id"] == id) return source;
+    }
+    return {};
+  }
   // The latest finding of `signature`, {} when there is none.
   nlohmann::json Finding(const std::string& signature) {
     std::string body;
@@ -345,18 +356,24 @@ TEST_P(NetTypeTest, EachSenderIsItsOwnStreamNamedByItsPeer) {
   Client a = Connect("a.sock");
   Client b = Connect();
   ASSERT_TRUE(a.ok() && b.ok());
+  size_t a_bytes = 0;
+  size_t b_bytes = 0;
+  const auto send = [](Client& client, const std::string& bytes, size_t* sent) {
+    *sent += bytes.size();
+    return client.Send(bytes);
+  };
   if (GetParam().stream) {
-    ASSERT_TRUE(a.Send("a: RuntimeError: CUDA out "));
-    ASSERT_TRUE(b.Send("b: step 1\nb: NCCL error: unhandled system error\n"));
+    ASSERT_TRUE(send(a, "a: RuntimeError: CUDA out ", &a_bytes));
+    ASSERT_TRUE(send(b, "b: step 1\nb: NCCL error: unhandled system error\n", &b_bytes));
     // b's lines are counted while a's half line waits for its end...
     ASSERT_TRUE(Reach({{Lines("net"), 2}, {Hits("", "t.nccl"), 1}, {Hits(), 0}}))
         << Show({Lines("net"), Hits(), Hits("", "t.nccl")}) << agent->Stderr();
-    ASSERT_TRUE(a.Send("of memory\n"));  // ...which joins only a's own first half.
+    ASSERT_TRUE(send(a, "of memory\n", &a_bytes));  // ...which joins only a's own first half.
   } else {
     // A datagram ends its last line: the next datagram from the same peer is a new line.
-    ASSERT_TRUE(a.Send("a: RuntimeError: CUDA out of memory"));
-    ASSERT_TRUE(b.Send("b: step 1\nb: NCCL error: unhandled system error\n"));
-    ASSERT_TRUE(a.Send("a: step 2"));
+    ASSERT_TRUE(send(a, "a: RuntimeError: CUDA out of memory", &a_bytes));
+    ASSERT_TRUE(send(b, "b: step 1\nb: NCCL error: unhandled system error\n", &b_bytes));
+    ASSERT_TRUE(send(a, "a: step 2", &a_bytes));
   }
   const double lines = GetParam().stream ? 3 : 4;
   EXPECT_TRUE(Reach({{Lines("net"), lines}, {Hits(), 1}, {Hits("", "t.nccl"), 1}}))
@@ -372,6 +389,20 @@ TEST_P(NetTypeTest, EachSenderIsItsOwnStreamNamedByItsPeer) {
   EXPECT_THAT(oom["stream"].get<std::string>(), HasSubstr(PeerName(a, "a.sock")));
   EXPECT_THAT(nccl["stream"].get<std::string>(), HasSubstr(PeerName(b)));
   EXPECT_NE(oom["stream"], nccl["stream"]);
+
+  // The status page lists both senders as the source's streams, with what each has sent.
+  const nlohmann::json net = SourceStatus("net");
+  EXPECT_EQ(GetParam().type, net.value("type", "")) << net;
+  std::map<std::string, uint64_t> read;
+  for (const auto& stream : net.value("streams", nlohmann::json::array())) {
+    read[stream["name"].get<std::string>()] = stream["read_bytes"].get<uint64_t>();
+  }
+  ASSERT_EQ(2u, read.size()) << net;
+  for (const auto& [name, bytes] : read) {
+    const bool is_a = name == oom["stream"];
+    EXPECT_TRUE(is_a || name == nccl["stream"]) << name;
+    EXPECT_EQ(is_a ? a_bytes : b_bytes, bytes) << name;
+  }
   EXPECT_EQ(0, agent->Stop(SIGTERM));
 }
 
@@ -441,6 +472,11 @@ TEST_P(StreamTypeTest, AConnectionFloodBeyondTheCapKeepsMetricsAnswering) {
   EXPECT_EQ(0, failures);
   EXPECT_GT(scrapes, 5);
   EXPECT_THAT(agent->Stderr(), HasSubstr("a new connection was closed"));
+  const nlohmann::json status = SourceStatus("net");
+  ASSERT_FALSE(status.value("problems", nlohmann::json::array()).empty()) << status;
+  EXPECT_EQ("max_connections", status["problems"][0]["name"]) << status;
+  EXPECT_THAT(status["problems"][0]["message"].get<std::string>(), HasSubstr("closed at once"));
+  EXPECT_EQ(20u, status["streams"].size()) << status;  // the active sender and 19 silent ones
   EXPECT_TRUE(agent->running());
   EXPECT_EQ(0, agent->Stop(SIGTERM));
 }

@@ -27,8 +27,9 @@ std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
-std::vector<char*> Argv(const std::vector<std::string>& args, std::vector<std::string>& storage) {
-  storage.clear();
+std::vector<char*> Argv(const std::vector<std::string>& args, std::vector<std::string>& storage,
+                        const std::vector<std::string>& wrapper = {}) {
+  storage = wrapper;
   storage.push_back(FAULTLINE_BINARY);
   storage.insert(storage.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -77,10 +78,11 @@ Completed RunFaultline(const std::vector<std::string>& args, const std::string& 
 }
 
 Daemon::Daemon(const std::vector<std::string>& args, int max_open_files,
+               const std::vector<std::string>& wrapper,
                const std::function<void()>& in_child) {
   stderr_path_ = TempDir("daemon") + "/stderr";
   std::vector<std::string> storage;
-  std::vector<char*> argv = Argv(args, storage);
+  std::vector<char*> argv = Argv(args, storage, wrapper);
   pid_ = fork();
   if (pid_ == 0) {
     const int err = open(stderr_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);

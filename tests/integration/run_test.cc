@@ -183,7 +183,10 @@ TEST_F(RunTest, GarbageAndHugeLinesDoNotStopCounting) {
 TEST_F(RunTest, PortInUseIsAClearStartupError) {
   Daemon first({"run", "-c", WriteConfig("end")});
   ASSERT_TRUE(Eventually([&] { return !Metrics().empty(); }));
-  const auto second = testing::RunFaultline({"run", "-c", dir_ + "/faultline.yaml"});
+  // The same config with a state folder of its own (one state.dir takes one agent).
+  std::ofstream(dir_ + "/second.yaml") << "state:\n  dir: state2\n"
+                                       << std::ifstream(dir_ + "/faultline.yaml").rdbuf();
+  const auto second = testing::RunFaultline({"run", "-c", dir_ + "/second.yaml"});
   EXPECT_EQ(2, second.exit_code);
   EXPECT_THAT(second.err, HasSubstr("127.0.0.1:" + std::to_string(port_)));
   first.Stop(SIGTERM);
@@ -274,7 +277,7 @@ bool CanLimitInotify() {
 // late and a file rotated within a tick can be missed: /readyz says so, with the sysctl to raise.
 TEST_F(RunTest, ReadyzIsNotReadyWithoutInotifyAndLinesAreStillCounted) {
   if (!CanLimitInotify()) GTEST_SKIP() << "user namespaces (unshare CLONE_NEWUSER) unavailable";
-  Daemon agent({"run", "-c", WriteConfig("beginning")}, 0, [] {
+  Daemon agent({"run", "-c", WriteConfig("beginning")}, 0, {}, [] {
     if (!LimitInotifyInOwnNamespace("max_inotify_instances", 0)) _exit(126);
   });
   std::string body;
@@ -291,7 +294,7 @@ TEST_F(RunTest, ReadyzIsNotReadyWithoutInotifyAndLinesAreStillCounted) {
 // the watch succeeds; the folder is polled meanwhile.
 TEST_F(RunTest, ReadyzIsNotReadyWhenAFolderCannotBeWatched) {
   if (!CanLimitInotify()) GTEST_SKIP() << "user namespaces (unshare CLONE_NEWUSER) unavailable";
-  Daemon agent({"run", "-c", WriteConfig("beginning")}, 0, [] {
+  Daemon agent({"run", "-c", WriteConfig("beginning")}, 0, {}, [] {
     if (!LimitInotifyInOwnNamespace("max_inotify_watches", 0)) _exit(126);
   });
   std::string body;

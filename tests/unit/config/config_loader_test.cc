@@ -76,6 +76,22 @@ TEST_F(ConfigLoaderTest, OmittedKeysTakeTheirDefaults) {
   EXPECT_EQ(30000, source.rescan_interval_ms);
   EXPECT_EQ(DefaultRotatedNameExcludes(), source.exclude);
   EXPECT_EQ(0u, config.max_open_files);
+  EXPECT_EQ(In("state"), config.state.dir);
+  EXPECT_EQ(1000, config.state.checkpoint_interval_ms);
+}
+
+TEST_F(ConfigLoaderTest, StateDirIsResolvedBesideTheConfigAndItsIntervalIsBounded) {
+  Result<Config> ok =
+      LoadConfig(Write("state:\n  dir: ../var/faultline\n  checkpoint_interval_ms: 250\n"));
+  ASSERT_TRUE(ok.ok()) << FormatErrors(ok.errors());
+  EXPECT_EQ(In("../var/faultline"), ok.value().state.dir);
+  EXPECT_EQ(250, ok.value().state.checkpoint_interval_ms);
+
+  Result<Config> bad =
+      LoadConfig(Write("state:\n  dir: ''\n  checkpoint_interval_ms: 5\n  keep: 2\n"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(LinesAndKeys(bad.errors()), ElementsAre(Pair(4, "state.keep"), Pair(2, "state.dir"),
+                                                      Pair(3, "state.checkpoint_interval_ms")));
 }
 
 TEST_F(ConfigLoaderTest, EmptyFileIsAllDefaults) {
@@ -177,8 +193,8 @@ TEST_F(ConfigLoaderTest, UnknownKeysAreErrorsAtEveryLevel) {
               ElementsAre(Pair(1, "rule"), Pair(5, "http.lisen"), Pair(10, "sources[0].start")));
   EXPECT_EQ(path, result.errors()[0].file);
   EXPECT_THAT(result.errors()[0].message,
-              HasSubstr("unknown key; allowed here: rules, framing, http, log, limits, discover, "
-                        "reload, sources"));
+              HasSubstr("unknown key; allowed here: rules, framing, http, log, limits, state, "
+                        "discover, reload, sources"));
 }
 
 TEST_F(ConfigLoaderTest, ReloadAndAdminTokenKeysAreReadAndChecked) {

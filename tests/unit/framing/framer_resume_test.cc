@@ -71,5 +71,22 @@ TEST(FramerResume, LinesKnowWhereTheyBeganInTheStream) {
   EXPECT_EQ(21u, batch.stream_begin(3));  // "ef" begins at its escape sequence
 }
 
+TEST(FramerResume, AFlushedPartialLineIsALineOnceAndItsRestIsSkippedEvenAfterAResume) {
+  LineFramer framer;
+  LineBatch batch;
+  framer.Feed("one\nCUDA out of mem", batch);
+  framer.FlushPartial(batch);
+  EXPECT_THAT(Lines(batch), ::testing::ElementsAre("one", "CUDA out of mem"));
+  // Stopped here: a resumed framer knows it is inside a line already taken.
+  const FramerPosition stopped = framer.resume_point();
+  EXPECT_EQ((FramerPosition{19, true, false}), stopped);
+  LineFramer resumed;
+  resumed.Resume(stopped);
+  LineBatch rest;
+  resumed.Feed("ory\ntwo\n", rest);
+  EXPECT_THAT(Lines(rest), ::testing::ElementsAre("two"));
+  EXPECT_EQ(0u, resumed.truncated_lines());  // a flush is not a cut
+}
+
 }  // namespace
 }  // namespace faultline

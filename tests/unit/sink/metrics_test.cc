@@ -253,5 +253,69 @@ TEST(MetricsRebind, CountersFollowRuleIdsAcrossARebind) {
   EXPECT_THAT(Lines(metrics), Contains("faultline_rules_loaded 3"));
 }
 
+TEST_F(MetricsTest, SavedCountersContinueAndUnknownRulesAndSourcesAreDropped) {
+  Metrics restored(rules_);
+  restored.RestoreCounters(
+      {{"faultline_signature_matches_total", {{"signature", "a.b"}, {"severity", "error"}}, 41},
+       {"faultline_signature_matches_total", {{"signature", "gone"}, {"severity", "error"}}, 5},
+       {"faultline_signature_matches_total",
+        {{"signature", "lib.missing"}, {"severity", "error"}, {"lib", "aio"}},
+        3},
+       {"faultline_lines_total", {{"source", "train"}}, 1000},
+       {"faultline_lines_total", {{"source", "removed"}}, 7},
+       {"faultline_lines_truncated_total", {}, 2}},
+      [](const std::string& source) { return source == "train"; });
+  Finding hit;
+  hit.rule_index = 0;
+  hit.severity = Severity::kError;
+  restored.CountFinding(hit);
+  EXPECT_THAT(Lines(restored),
+              IsSupersetOf({"faultline_signature_matches_total{severity=\"error\",signature=\"a.b\"} 42",
+                            "faultline_lines_total{source=\"train\"} 1000",
+                            "faultline_lines_truncated_total 2"}));
+  const std::string text = restored.Serialize();
+  EXPECT_EQ(std::string::npos, text.find("gone"));
+  EXPECT_EQ(std::string::npos, text.find("removed"));
+  // What a checkpoint saves now: the continued values, not what this run added alone.
+  bool saved_matches = false;
+  for (const CounterValue& value : restored.PersistedCounters()) {
+    if (value.family == "faultline_signature_matches_total" && value.labels.at("signature") == "a.b") {
+      EXPECT_EQ(42, value.value);
+      saved_matches = true;
+    }
+  }
+  EXPECT_TRUE(saved_matches);
+}
+
+TEST_F(MetricsTest, PerFileSeriesAreCappedAndGoWithTheirLastStream) {
+  Metrics metrics(rules_);
+  std::vector<Metrics::FileSeries*> held;
+  for (size_t i = 0; i < Metrics::kMaxFileSeries + 10; ++i) {
+    held.push_back(metrics.AcquireFile("logs", "/var/log/f" + std::to_string(i) + ".log"));
+  }
+  metrics.CountFileLines(held.front(), 3);
+  metrics.CountFileLines(held.back(), 5);
+  metrics.CountFileLines(held[held.size() - 2], 5);
+  metrics.UpdateFiles({{"logs", "/var/log/f0.log", 100, 60, 1, 0},
+                       {"logs", "/var/log/f" + std::to_string(Metrics::kMaxFileSeries) + ".log", 50,
+                        40, 0, 0}});
+  const std::vector<std::string> lag = Series(metrics, "faultline_file_lag_bytes");
+  EXPECT_EQ(Metrics::kMaxFileSeries + 1, lag.size());  // the cap, and one overflow series
+  EXPECT_THAT(lag, Contains("faultline_file_lag_bytes{path=\"/var/log/f0.log\",source=\"logs\"} 40"));
+  EXPECT_THAT(lag, Contains("faultline_file_lag_bytes{path=\"__overflow__\",source=\"logs\"} 10"));
+  EXPECT_THAT(Series(metrics, "faultline_file_lines_total"),
+              IsSupersetOf({"faultline_file_lines_total{path=\"/var/log/f0.log\",source=\"logs\"} 3",
+                            "faultline_file_lines_total{path=\"__overflow__\",source=\"logs\"} 10"}));
+  EXPECT_THAT(Series(metrics, "faultline_file_rotations_total"),
+              Contains("faultline_file_rotations_total{path=\"/var/log/f0.log\",source=\"logs\"} 1"));
+  metrics.ReleaseFile(held.front());
+  EXPECT_THAT(Series(metrics, "faultline_file_lag_bytes"),
+              Not(Contains(::testing::HasSubstr("/var/log/f0.log"))));
+  // The freed place goes to the next path that asks.
+  metrics.AcquireFile("logs", "/var/log/new.log");
+  EXPECT_THAT(Series(metrics, "faultline_file_lag_bytes"),
+              Contains(::testing::HasSubstr("/var/log/new.log")));
+}
+
 }  // namespace
 }  // namespace faultline

@@ -221,9 +221,9 @@ TEST_F(FileTailerTest, StopEndsEveryStream) {
   EXPECT_TRUE(recorder_.streams[0]->ended);
 }
 
-TEST_F(FileTailerTest, DeletedFileIsDrainedAndEnded) {
+TEST_F(FileTailerTest, DeletedFileIsDrainedAndEndedOnceQuietForRotateWait) {
   Append("a.log", "x\n");
-  auto tailer = Tailer(/*start_at_end=*/false);
+  auto tailer = Tailer(/*start_at_end=*/false, /*quiet_ms=*/60000, /*rotate_wait_ms=*/50);
   tailer->Start();
   ASSERT_TRUE(RunUntil([&] { return recorder_.All() == "x\n"; }));
   fs::remove(dir_ / "a.log");

@@ -60,6 +60,30 @@ TEST(SyslogFramerTest, LongMessagesAreCutAndCounted) {
   EXPECT_EQ(2u, truncated);
 }
 
+// Digits that turn out not to be a count are the line's first bytes, cut at the limit like any
+// others (the fuzzer found them kept whole).
+TEST(SyslogFramerTest, DigitsThatAreNotACountAreCutAtTheLimitToo) {
+  uint64_t truncated = 0;
+  EXPECT_THAT(Frame("1234567:x\n12345\n123456789012\n", 4, &truncated),
+              ElementsAre("1234", "1234", "1234"));
+  EXPECT_EQ(3u, truncated);
+  EXPECT_THAT(Frame("987654", 3, &truncated), ElementsAre("987"));  // and at the end
+  EXPECT_EQ(1u, truncated);
+}
+
+// A line is its bytes before LF less one CR, then cut; a CR inside it is kept. The same however
+// the reads split it (Frame also feeds byte by byte; the fuzzer found a cut line losing its CR
+// only when split).
+TEST(SyslogFramerTest, CrBeforeLfIsDroppedBeforeTheCutAndKeptElsewhere) {
+  uint64_t truncated = 0;
+  EXPECT_THAT(Frame("abc\r\n", 3, &truncated), ElementsAre("abc"));
+  EXPECT_EQ(0u, truncated);
+  EXPECT_THAT(Frame(std::string("\0P\r\xff\0\xff\n", 7), 3, &truncated),
+              ElementsAre(std::string("\0P\r", 3)));
+  EXPECT_EQ(1u, truncated);
+  EXPECT_THAT(Frame("ab\r\r\nc\rd\ne\r"), ElementsAre("ab\r", "c\rd", "e"));
+}
+
 TEST(SyslogFramerTest, AFrameCutShortByTheEndOfTheStreamIsStillAMessage) {
   EXPECT_THAT(Frame("<13>no newline"), ElementsAre("<13>no newline"));
   EXPECT_THAT(Frame("100 only part"), ElementsAre("only part"));

@@ -111,6 +111,15 @@ TEST(SyslogMessageTest, Rfc3164WithAnRfc3339TimestampAsRsyslogForwards) {
   EXPECT_EQ("LNK1181", m.text);
 }
 
+// A year the message gives is kept, however far from now: only yearless timestamps are resolved.
+TEST(SyslogMessageTest, Rfc3164WithAnRfc3339TimestampKeepsItsYearEvenWithoutAZone) {
+  const SyslogMessage m = Parse("<130>2003-08-24T05:14:15.000 host app: t");
+  ASSERT_TRUE(m.time.has_value());
+  EXPECT_EQ(2003, m.time->civil.year);
+  EXPECT_FALSE(m.time->year_inferred);
+  EXPECT_FALSE(m.time->utc_offset_minutes.has_value());
+}
+
 TEST(SyslogMessageTest, Rfc3164WithoutTagKeepsTheWholeText) {
   const SyslogMessage m = Parse("<13>Jun 15 11:59:00 node1 just some words");
   EXPECT_EQ("node1", m.host);
@@ -172,6 +181,7 @@ TEST(SyslogYearTest, DecemberReadInJanuaryIsLastYear) {
   const SyslogMessage m = Parse("<13>Dec 31 23:59:59 node1 app: last words of 2026", new_year);
   ASSERT_TRUE(m.time.has_value());
   EXPECT_EQ((CivilTime{2026, 12, 31, 23, 59, 59}), m.time->civil);
+  EXPECT_TRUE(m.time->year_inferred);
   EXPECT_EQ(2027, Parse("<13>Jan  1 00:00:01 node1 app: x", new_year).time->civil.year);
 }
 
