@@ -575,6 +575,9 @@ void Agent::WaitForSignal() {
 std::string Agent::NotReadyReason() const {
   if (rules_->rules().empty()) return "not ready: no rules loaded";
   if (!sources_started_) return "not ready: sources not started";
+  if (std::string reason = sources_.NotReadyReason(); !reason.empty()) {
+    return "not ready: " + reason;
+  }
   if (!checkpoint_error_.empty()) {
     return "not ready: " + checkpoint_error_ + " (counting goes on; restarting now would read " +
            "again, not lose, what came since the last checkpoint)";

@@ -40,6 +40,7 @@ class FileSource : public Source, public FileResume, public FileStreamSet {
     if (host_ != nullptr) host_->RemoveFileStreams(this);
   }
   SourceStatus Status() const override { return tailer_.Status(); }
+  std::string NotReadyReason() const override { return tailer_.Problem(); }
 
   // FileResume
   std::vector<FileMark> Unclaimed() const override {

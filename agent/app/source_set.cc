@@ -107,4 +107,13 @@ std::vector<std::pair<std::string, SourceStatus>> SourceSet::Status() const {
   return status;
 }
 
+std::string SourceSet::NotReadyReason() const {
+  for (const auto& [id, running] : running_) {
+    if (running.source == nullptr) continue;
+    std::string reason = running.source->NotReadyReason();
+    if (!reason.empty()) return "source " + id + ": " + reason;
+  }
+  return "";
+}
+
 }  // namespace faultline

@@ -55,6 +55,8 @@ class SourceSet {
   size_t size() const { return running_.size(); }
   // Each running source's id and status, by id.
   std::vector<std::pair<std::string, SourceStatus>> Status() const;
+  // The first running source that is not ready, as "source ID: reason"; empty when all are.
+  std::string NotReadyReason() const;
 
  private:
   struct Running {

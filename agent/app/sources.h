@@ -37,6 +37,8 @@ class Source {
   virtual void Stop() = 0;
   // What the status page shows of the source: its streams, their lag, its problems.
   virtual SourceStatus Status() const { return {}; }
+  // Why the source cannot do its job as configured now (/readyz); empty when it can.
+  virtual std::string NotReadyReason() const { return ""; }
 };
 
 // What a source needs of the agent.

@@ -175,6 +175,8 @@ class FileTailer : private DescriptorBudget::Holder {
   uint64_t rescans() const { return rescans_; }
   // Every followed file with its offset and lag, and the paths that could not be read now.
   SourceStatus Status() const;
+  // Why changes may be seen late, a poll tick instead of at once (FolderWatcher::Problem).
+  std::string Problem() const { return watcher_.Problem(); }
 
  private:
   // What was read of a file: enough to recognise it again (first bytes) and to notice a rewrite

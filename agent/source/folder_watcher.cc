@@ -51,6 +51,7 @@ bool FolderWatcher::Start(Handler on_events, LostHandler on_lost) {
   on_lost_ = std::move(on_lost);
   const int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   if (fd < 0) {
+    start_errno_ = errno;
     spdlog::warn("inotify unavailable ({}); files are polled every {} ms", std::strerror(errno),
                  poll_interval_.count());
     return false;
@@ -83,7 +84,9 @@ FolderWatcher::Folder& FolderWatcher::Add(const std::string& dir) {
     return folder;
   }
   const int wd = inotify_add_watch(inotify_->native_handle(), dir.c_str(), kWatchMask);
+  folder.watch_errno = 0;
   if (wd < 0) {
+    if (errno != ENOENT) folder.watch_errno = errno;
     // One line, not one per folder: a watch limit refuses thousands at once. A folder that does
     // not exist (yet) is not worth a line at all.
     if (errno != ENOENT && !failure_logged_) {
@@ -101,6 +104,29 @@ FolderWatcher::Folder& FolderWatcher::Add(const std::string& dir) {
   folder.wd = wd;
   by_wd_[wd] = dir;
   return folder;
+}
+
+std::string FolderWatcher::Problem() const {
+  if (inotify_ == nullptr && start_errno_ != 0) {
+    return std::string("inotify unavailable (") + std::strerror(start_errno_) +
+           (start_errno_ == EMFILE ? ", raise fs.inotify.max_user_instances" : "") +
+           "): files are polled every " + std::to_string(poll_interval_.count()) + " ms";
+  }
+  size_t refused = 0;
+  int reason = 0;
+  const std::string* example = nullptr;
+  for (const auto& [dir, folder] : folders_) {
+    if (folder.wd >= 0 || folder.watch_errno == 0) continue;
+    if (refused++ == 0) {
+      reason = folder.watch_errno;
+      example = &dir;
+    }
+  }
+  if (refused == 0) return "";
+  return std::to_string(refused) + " folder(s) not watched, e.g. " + *example + " (" +
+         std::strerror(reason) +
+         (reason == ENOSPC ? ", raise fs.inotify.max_user_watches" : "") +
+         "): polled every " + std::to_string(poll_interval_.count()) + " ms";
 }
 
 void FolderWatcher::Remove(std::map<std::string, Folder>::iterator it) {

@@ -10,6 +10,8 @@
 //
 // Runs on the caller's io_context (one thread); the handler is called on it and must not throw.
 // Failures (no inotify, a watch refused) are logged once and never fatal: the poll covers them.
+// They are reported by Problem() for as long as they last, since a polled folder is seen late
+// (a poll tick) and a file rotated within a tick can be missed.
 #ifndef FAULTLINE_SOURCE_FOLDER_WATCHER_H_
 #define FAULTLINE_SOURCE_FOLDER_WATCHER_H_
 
@@ -62,11 +64,16 @@ class FolderWatcher {
   // Folders watched for a glob whose events cannot be trusted: listed on every poll tick.
   std::vector<std::string> PolledGlobFolders() const;
   bool available() const { return inotify_ != nullptr; }
+  // Why events cannot be trusted where they should be: no inotify instance, or folders whose
+  // watch the kernel refused (other than for not existing); empty when there is no such problem.
+  // Folders on network file systems are polled by design and are not a problem.
+  std::string Problem() const;
   size_t watch_count() const { return by_wd_.size(); }
 
  private:
   struct Folder {
     int wd = -1;  // -1: polled
+    int watch_errno = 0;  // why the last inotify_add_watch failed, other than ENOENT; 0 if none
     bool remote = false;  // on a file system whose events miss remote writes
     bool glob = false;
     int link_refs = 0;
@@ -86,6 +93,7 @@ class FolderWatcher {
   Handler on_events_;
   LostHandler on_lost_;
   bool failure_logged_ = false;
+  int start_errno_ = 0;  // why inotify_init1 failed; 0 when it did not
   // Completions still queued when the watcher is destroyed check this instead of touching it.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

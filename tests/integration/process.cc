@@ -78,7 +78,8 @@ Completed RunFaultline(const std::vector<std::string>& args, const std::string& 
 }
 
 Daemon::Daemon(const std::vector<std::string>& args, int max_open_files,
-               const std::vector<std::string>& wrapper) {
+               const std::vector<std::string>& wrapper,
+               const std::function<void()>& in_child) {
   stderr_path_ = TempDir("daemon") + "/stderr";
   std::vector<std::string> storage;
   std::vector<char*> argv = Argv(args, storage, wrapper);
@@ -93,6 +94,7 @@ Daemon::Daemon(const std::vector<std::string>& args, int max_open_files,
       const rlimit limit{static_cast<rlim_t>(max_open_files), static_cast<rlim_t>(max_open_files)};
       setrlimit(RLIMIT_NOFILE, &limit);
     }
+    if (in_child) in_child();
     execv(argv[0], argv.data());
     _exit(127);
   }

@@ -26,9 +26,11 @@ class Daemon {
  public:
   // `max_open_files` > 0 sets the child's RLIMIT_NOFILE (soft and hard) before exec. `wrapper`,
   // when not empty, is a command (absolute path first) that runs FAULTLINE_BINARY and `args`
-  // as its last arguments, e.g. {"/usr/bin/unshare", "-m", ...}.
+  // as its last arguments, e.g. {"/usr/bin/unshare", "-m", ...}. `in_child`, when given, runs in
+  // the child just before exec (a failure there is the child's to report and exit with).
   explicit Daemon(const std::vector<std::string>& args, int max_open_files = 0,
-                  const std::vector<std::string>& wrapper = {});
+                  const std::vector<std::string>& wrapper = {},
+                  const std::function<void()>& in_child = nullptr);
   ~Daemon();
   // Sends `signal` and waits for exit; returns the exit status (or 128+signal).
   int Stop(int signal);

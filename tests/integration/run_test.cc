@@ -1,6 +1,10 @@
 // `faultline run` as a user runs it: the real binary with a config on a free port, real files
 // appended to, and /metrics polled over HTTP until the expected counts appear.
+#include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -237,6 +241,69 @@ TEST_F(RunTest, ReadyzIsNotReadyWhenDescriptorsRunOut) {
   EXPECT_THAT(body, HasSubstr("file descriptors in use"));
   // Still alive and serving.
   EXPECT_EQ(200, HttpGet(port_, "/healthz", &body));
+}
+
+// Moves the calling process into a user namespace of its own, as root there, and sets one of
+// that namespace's inotify limits (/proc/sys/user/max_inotify_{instances,watches}, per user
+// namespace since Linux 4.9), so a test can exhaust inotify without touching the machine's limits.
+// False when user namespaces are not available here.
+bool LimitInotifyInOwnNamespace(const char* limit, int value) {
+  const uid_t uid = getuid();
+  const gid_t gid = getgid();
+  if (unshare(CLONE_NEWUSER) != 0) return false;
+  auto write_file = [](const std::string& path, const std::string& text) {
+    const int fd = open(path.c_str(), O_WRONLY);
+    if (fd < 0) return false;
+    const bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    close(fd);
+    return ok;
+  };
+  return write_file("/proc/self/setgroups", "deny") &&
+         write_file("/proc/self/uid_map", "0 " + std::to_string(uid) + " 1") &&
+         write_file("/proc/self/gid_map", "0 " + std::to_string(gid) + " 1") &&
+         write_file(std::string("/proc/sys/user/") + limit, std::to_string(value));
+}
+
+// Whether LimitInotifyInOwnNamespace works on this machine (tried in a child).
+bool CanLimitInotify() {
+  const pid_t pid = fork();
+  if (pid == 0) _exit(LimitInotifyInOwnNamespace("max_inotify_watches", 1) ? 0 : 1);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+// Without inotify the agent still counts every line (it polls), but changes are seen a poll tick
+// late and a file rotated within a tick can be missed: /readyz says so, with the sysctl to raise.
+TEST_F(RunTest, ReadyzIsNotReadyWithoutInotifyAndLinesAreStillCounted) {
+  if (!CanLimitInotify()) GTEST_SKIP() << "user namespaces (unshare CLONE_NEWUSER) unavailable";
+  Daemon agent({"run", "-c", WriteConfig("beginning")}, 0, {}, [] {
+    if (!LimitInotifyInOwnNamespace("max_inotify_instances", 0)) _exit(126);
+  });
+  std::string body;
+  ASSERT_TRUE(Eventually([&] { return HttpGet(port_, "/readyz", &body) == 503; }))
+      << agent.Stderr() << body;
+  EXPECT_THAT(body, HasSubstr("not ready: source train: inotify unavailable ("));
+  EXPECT_THAT(body, HasSubstr("raise fs.inotify.max_user_instances"));
+  Append("a.log", "CUDA out of memory\n");
+  EXPECT_TRUE(MetricsReach(kOomError, 1)) << agent.Stderr();
+  EXPECT_EQ(200, HttpGet(port_, "/healthz", &body));
+}
+
+// A folder whose watch the kernel refuses (watch limit reached) makes the agent not ready until
+// the watch succeeds; the folder is polled meanwhile.
+TEST_F(RunTest, ReadyzIsNotReadyWhenAFolderCannotBeWatched) {
+  if (!CanLimitInotify()) GTEST_SKIP() << "user namespaces (unshare CLONE_NEWUSER) unavailable";
+  Daemon agent({"run", "-c", WriteConfig("beginning")}, 0, {}, [] {
+    if (!LimitInotifyInOwnNamespace("max_inotify_watches", 0)) _exit(126);
+  });
+  std::string body;
+  ASSERT_TRUE(Eventually([&] { return HttpGet(port_, "/readyz", &body) == 503; }))
+      << agent.Stderr() << body;
+  EXPECT_THAT(body, HasSubstr("source train: 1 folder(s) not watched, e.g. "));
+  EXPECT_THAT(body, HasSubstr("raise fs.inotify.max_user_watches"));
+  Append("a.log", "CUDA out of memory\n");
+  EXPECT_TRUE(MetricsReach(kOomError, 1)) << agent.Stderr();
 }
 
 TEST_F(RunTest, LatestFindingPerSignatureIsServedWithItsContextLines) {

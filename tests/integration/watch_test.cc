@@ -376,19 +376,22 @@ TEST_F(WatchTest, OnATerminalTheCommandRunsOnAPtyInTheForeground) {
 // continued in the foreground (`fg`: SIGCONT, faultline's group holding the terminal), faultline
 // gives the terminal back to the command and continues it.
 TEST_F(WatchTest, OnATerminalCtrlZStopsBothAndFgContinuesBoth) {
-  OnTerminal terminal(
-      {"watch", "--rules", dir_ + "/rules", "--", "sh", "-c",
-       "echo ready; sleep 0.3; echo resumed; read answer; echo \"answer: $answer\""});
+  // Only builtins after `ready`: a Ctrl-Z that reaches dash while it vforks a command stops the
+  // child before exec and leaves dash waiting in vfork, never stopped (so does any shell above it).
+  OnTerminal terminal({"watch", "--rules", dir_ + "/rules", "--", "sh", "-c",
+                       "echo ready; read answer; echo \"answer: $answer\""});
   ASSERT_TRUE(terminal.Shows("ready\n")) << terminal.seen();
   terminal.Type("\x1a");  // Ctrl-Z
   int status = 0;
   ASSERT_TRUE(
       Eventually([&] { return waitpid(terminal.pid(), &status, WNOHANG | WUNTRACED) > 0; }));
   ASSERT_TRUE(WIFSTOPPED(status));
-  EXPECT_EQ(std::string::npos, terminal.seen().find("resumed"));
+  const std::string command = "/proc/" + ReadAll("/proc/" + std::to_string(terminal.pid()) +
+                                                 "/task/" + std::to_string(terminal.pid()) +
+                                                 "/children");
+  EXPECT_THAT(ReadAll(command.substr(0, command.find(' ')) + "/stat"), HasSubstr(") T "));
   kill(terminal.pid(), SIGCONT);
-  ASSERT_TRUE(terminal.Shows("resumed\n")) << terminal.seen();
-  terminal.Type("yes\n");  // the command has the terminal again
+  terminal.Type("yes\n");  // read by the command once it has the terminal again
   EXPECT_EQ(0, terminal.Exit()) << terminal.seen();
   EXPECT_THAT(terminal.seen(), HasSubstr("answer: yes\n"));
 }
