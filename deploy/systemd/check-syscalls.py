@@ -135,6 +135,10 @@ def main():
             sys.exit("check-syscalls: the agent did not stop cleanly on SIGTERM")
 
         made = calls_in(traces)
+        # SQLite gives its -wal and -shm files the database's owner only when it runs as root
+        # (unixOpen's robust_fchown); the unit runs the agent as User=faultline, never as root.
+        if os.geteuid() == 0:
+            made.discard("fchown")
         outside = sorted(made - allowed_calls())
         print(f"check-syscalls: the agent made {len(made)} distinct system calls; "
               f"{len(outside)} outside the unit's SystemCallFilter=")
