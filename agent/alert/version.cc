@@ -19,10 +19,10 @@ std::string_view TrimSpace(std::string_view s) {
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsAlnum(char c) { return IsDigit(c) || (c >= 'a' && c <= 'z'); }
 
-// A cursor over lower-cased text.
+// A cursor over lower-cased text, which the caller owns and keeps alive.
 class Cursor {
  public:
-  explicit Cursor(std::string text) : text_(std::move(text)) {}
+  explicit Cursor(std::string_view text) : text_(text) {}
 
   bool done() const { return pos_ == text_.size(); }
   char peek() const { return done() ? '\0' : text_[pos_]; }
@@ -51,10 +51,10 @@ class Cursor {
     pos_ = end;
     return true;
   }
-  std::string_view Rest() const { return std::string_view(text_).substr(pos_); }
+  std::string_view Rest() const { return text_.substr(pos_); }
 
  private:
-  std::string text_;
+  std::string_view text_;
   std::size_t pos_ = 0;
 };
 
@@ -87,7 +87,7 @@ std::optional<Pep440> ParsePep440(std::string_view raw) {
   for (char& c : lower) {
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
   }
-  Cursor in(std::move(lower));
+  Cursor in(lower);
   Pep440 v;
   in.Eat('v');
   // Epoch: digits followed by '!'.
