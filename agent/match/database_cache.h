@@ -48,7 +48,7 @@ struct CompiledPatterns {
 
 class DatabaseCache {
  public:
-  static constexpr int kMaxEntries = 16;
+  static constexpr int kMaxEntries = 64;
 
   // `dir` empty disables the cache.
   explicit DatabaseCache(std::string dir) : dir_(std::move(dir)) {}

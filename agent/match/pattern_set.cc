@@ -3,6 +3,7 @@
 #include <hs/hs.h>
 
 #include <algorithm>
+#include <iterator>
 
 #include "agent/rules/pattern_syntax.h"
 
@@ -18,7 +19,9 @@ struct ScanState {
   const LineBatch* batch;
   std::vector<PatternSet::Hit>* hits;
   uint32_t* last_line_plus_one;
-  size_t pattern_count;
+  const uint32_t* ids;  // report id -> pattern id
+  size_t id_count;
+  size_t base;           // batch offset of the first scanned byte
   size_t line;           // line of the previous report; reports come in increasing end offset
   bool foreign = false;  // the database reported a pattern this set does not have
 };
@@ -39,20 +42,21 @@ uint32_t FlagsFor(PatternMode mode) {
 int OnCandidate(unsigned int id, unsigned long long /*from*/, unsigned long long to,
                 unsigned int /*flags*/, void* context) {
   auto* state = static_cast<ScanState*>(context);
-  if (id >= state->pattern_count) {
+  if (id >= state->id_count) {
     // Not this set's database (a cache entry gone wrong): nothing it reports can be trusted.
     state->foreign = true;
     return 1;  // stop scanning
   }
   const LineBatch& batch = *state->batch;
-  const size_t last_byte = to == 0 ? 0 : static_cast<size_t>(to - 1);
+  const size_t last_byte = state->base + (to == 0 ? 0 : static_cast<size_t>(to - 1));
   if (last_byte > batch.line_end(state->line) || last_byte < batch.line_begin(state->line)) {
     state->line = batch.LineAt(last_byte);
   }
   const auto line = static_cast<uint32_t>(state->line);
-  if (state->last_line_plus_one[id] != line + 1) {
-    state->last_line_plus_one[id] = line + 1;
-    state->hits->push_back(PatternSet::Hit{line, id});
+  const uint32_t pattern = state->ids[id];
+  if (state->last_line_plus_one[pattern] != line + 1) {
+    state->last_line_plus_one[pattern] = line + 1;
+    state->hits->push_back(PatternSet::Hit{line, pattern});
   }
   return 0;
 }
@@ -155,34 +159,41 @@ Result<std::unique_ptr<PatternSet>> PatternSet::Compile(const std::vector<std::s
   }
   if (!errors.empty()) return errors;
 
-  const DatabaseCache cache(options.cache_dir);
-  CompiledPatterns compiled;
-  set->from_cache_ = cache.Load(patterns, &compiled) && UsableFromCache(compiled);
-  if (!set->from_cache_) {
-    hs_free_database(compiled.database);
-    compiled = CompiledPatterns();
-    compiled.database = CompileDatabase(patterns, compiled.modes);
-    for (PatternMode mode : compiled.modes) compiled.flags.push_back(FlagsFor(mode));
-    cache.Store(patterns, compiled);
-  }
-  set->database_ = compiled.database;
-  const std::vector<PatternMode>& modes = compiled.modes;
+  // Which database each pattern goes to: everywhere, or the narrowest window tier that holds it.
+  constexpr size_t kTiers = std::size(kWindowTierBounds);
+  std::vector<uint32_t> everywhere_ids;
+  std::vector<Database> tiers(kTiers);
   for (size_t i = 0; i < patterns.size(); ++i) {
-    if (modes[i] != PatternMode::kFallback) {
-      set->prefiltered_ids_.push_back(static_cast<uint32_t>(i));
+    const uint32_t window = i < options.windows.size() ? options.windows[i] : 0;
+    size_t tier = 0;
+    while (tier < kTiers && window > kWindowTierBounds[tier]) ++tier;
+    if (window == 0 || tier == kTiers) {
+      set->everywhere_.ids.push_back(static_cast<uint32_t>(i));
+    } else {
+      tiers[tier].ids.push_back(static_cast<uint32_t>(i));
+      tiers[tier].width = std::max(tiers[tier].width, window);
     }
   }
+
+  const DatabaseCache cache(options.cache_dir);
+  std::vector<uint32_t> fallback_ids;
+  set->from_cache_ = set->BuildDatabase(patterns, cache, set->everywhere_, fallback_ids);
+  for (Database& tier : tiers) {
+    if (tier.ids.empty()) continue;
+    set->from_cache_ = set->BuildDatabase(patterns, cache, tier, fallback_ids) && set->from_cache_;
+    if (tier.database != nullptr) set->window_databases_.push_back(std::move(tier));
+  }
+  std::sort(fallback_ids.begin(), fallback_ids.end());
 
   RE2::Options set_options = RulePatternOptions();
   set_options.set_max_mem(options.fallback_set_max_mem);
   RE2::Set fallback(set_options, RE2::UNANCHORED);
-  for (size_t i = 0; i < patterns.size(); ++i) {
-    if (modes[i] != PatternMode::kFallback) continue;
+  for (uint32_t i : fallback_ids) {
     std::string error;
     if (fallback.Add(patterns[i], &error) < 0) {
       return Error{"", 0, "", "", "invalid pattern '" + patterns[i] + "': " + error};
     }
-    set->fallback_ids_.push_back(static_cast<uint32_t>(i));
+    set->fallback_ids_.push_back(i);
   }
   // A set too large for its memory is not a reason to refuse the rules: its patterns are then
   // matched one by one, and Match counts that as the set's engine error.
@@ -192,13 +203,52 @@ Result<std::unique_ptr<PatternSet>> PatternSet::Compile(const std::vector<std::s
   return set;
 }
 
-PatternSet::~PatternSet() { hs_free_database(database_); }
+bool PatternSet::BuildDatabase(const std::vector<std::string>& patterns, const DatabaseCache& cache,
+                               Database& database, std::vector<uint32_t>& fallback) {
+  if (database.ids.empty()) return true;
+  std::vector<std::string> texts;
+  texts.reserve(database.ids.size());
+  for (uint32_t id : database.ids) texts.push_back(patterns[id]);
+  CompiledPatterns compiled;
+  const bool from_cache = cache.Load(texts, &compiled) && UsableFromCache(compiled);
+  if (!from_cache) {
+    hs_free_database(compiled.database);
+    compiled = CompiledPatterns();
+    compiled.database = CompileDatabase(texts, compiled.modes);
+    for (PatternMode mode : compiled.modes) compiled.flags.push_back(FlagsFor(mode));
+    cache.Store(texts, compiled);
+  }
+  database.database = compiled.database;
+  // Report ids are positions in `texts`; a pattern left to RE2 keeps its slot, never reported.
+  for (size_t i = 0; i < texts.size(); ++i) {
+    if (compiled.modes[i] == PatternMode::kFallback) fallback.push_back(database.ids[i]);
+  }
+  return from_cache;
+}
+
+PatternSet::~PatternSet() {
+  hs_free_database(everywhere_.database);
+  for (Database& tier : window_databases_) hs_free_database(tier.database);
+}
+
+bool PatternSet::AllocateScratch(MatchScratch& scratch) const {
+  // One scratch serves every database of the set: each call grows it to fit that one too.
+  bool ok = true;
+  if (everywhere_.database != nullptr) {
+    ok = hs_alloc_scratch(everywhere_.database, &scratch.hs_scratch_) == HS_SUCCESS;
+  }
+  for (const Database& tier : window_databases_) {
+    ok = ok && hs_alloc_scratch(tier.database, &scratch.hs_scratch_) == HS_SUCCESS;
+  }
+  if (!ok) {
+    hs_free_scratch(scratch.hs_scratch_);
+    scratch.hs_scratch_ = nullptr;
+  }
+  return ok;
+}
 
 MatchScratch::MatchScratch(const PatternSet& set) : last_line_plus_one_(set.size(), 0) {
-  if (set.database_ != nullptr && hs_alloc_scratch(set.database_, &hs_scratch_) != HS_SUCCESS) {
-    hs_free_scratch(hs_scratch_);
-    hs_scratch_ = nullptr;
-  }
+  set.AllocateScratch(*this);
 }
 
 MatchScratch::~MatchScratch() { hs_free_scratch(hs_scratch_); }
@@ -207,35 +257,54 @@ void PatternSet::Match(const LineBatch& batch, MatchScratch& scratch,
                        std::vector<Hit>& hits) const {
   hits.clear();
   if (batch.empty()) return;
-  if (database_ != nullptr && !ScanPrefiltered(batch, scratch, hits)) {
-    ++scratch.errors_.vectorscan;
-    hits.clear();
-    MatchEach(batch, 0, batch.size(), prefiltered_ids_, hits);
-  }
+  ScanDatabase(everywhere_, batch, 0, batch.size(), scratch, hits);
   if (!fallback_ids_.empty()) MatchFallbackSet(batch, scratch, hits);
   std::sort(hits.begin(), hits.end());
 }
 
-bool PatternSet::ScanPrefiltered(const LineBatch& batch, MatchScratch& scratch,
-                                 std::vector<Hit>& hits) const {
-  if (scratch.hs_scratch_ == nullptr &&
-      hs_alloc_scratch(database_, &scratch.hs_scratch_) != HS_SUCCESS) {
-    hs_free_scratch(scratch.hs_scratch_);
-    scratch.hs_scratch_ = nullptr;
-    return false;
+void PatternSet::MatchWindow(const LineBatch& batch, size_t tier, size_t first_line,
+                             size_t end_line, MatchScratch& scratch, std::vector<Hit>& hits) const {
+  end_line = std::min(end_line, batch.size());
+  if (first_line >= end_line) return;
+  ScanDatabase(window_databases_[tier], batch, first_line, end_line, scratch, hits);
+}
+
+void PatternSet::ScanDatabase(const Database& database, const LineBatch& batch, size_t first_line,
+                              size_t end_line, MatchScratch& scratch,
+                              std::vector<Hit>& hits) const {
+  if (database.database == nullptr) return;
+  const size_t first_hit = hits.size();
+  if (!ScanWithVectorscan(database, batch, first_line, end_line, scratch, hits)) {
+    ++scratch.errors_.vectorscan;
+    hits.resize(first_hit);
+    MatchEach(batch, first_line, end_line, database.ids, hits);
   }
+}
+
+bool PatternSet::ScanWithVectorscan(const Database& database, const LineBatch& batch,
+                                    size_t first_line, size_t end_line, MatchScratch& scratch,
+                                    std::vector<Hit>& hits) const {
+  if (scratch.hs_scratch_ == nullptr && !AllocateScratch(scratch)) return false;
   // A scratch made for another set may be short; only then does this allocate.
   if (scratch.last_line_plus_one_.size() < regexes_.size()) {
     scratch.last_line_plus_one_.resize(regexes_.size());
   }
-  std::fill(scratch.last_line_plus_one_.begin(), scratch.last_line_plus_one_.end(), 0);
-  ScanState state{&batch, &hits, scratch.last_line_plus_one_.data(), regexes_.size(), 0};
-  const std::string_view text = batch.text();
-  const hs_error_t rc = hs_scan(database_, text.data(), static_cast<unsigned>(text.size()), 0,
-                                scratch.hs_scratch_, OnCandidate, &state);
+  for (uint32_t id : database.ids) scratch.last_line_plus_one_[id] = 0;
+  const size_t base = batch.line_begin(first_line);
+  ScanState state{&batch,
+                  &hits,
+                  scratch.last_line_plus_one_.data(),
+                  database.ids.data(),
+                  database.ids.size(),
+                  base,
+                  first_line};
+  const std::string_view text = batch.text().substr(base, batch.line_end(end_line - 1) - base);
+  const size_t first_hit = hits.size();
+  const hs_error_t rc = hs_scan(database.database, text.data(), static_cast<unsigned>(text.size()),
+                                0, scratch.hs_scratch_, OnCandidate, &state);
   if (rc != HS_SUCCESS || state.foreign) return false;
   // Confirm every candidate with RE2 on its own line.
-  hits.erase(std::remove_if(hits.begin(), hits.end(),
+  hits.erase(std::remove_if(hits.begin() + static_cast<std::ptrdiff_t>(first_hit), hits.end(),
                             [&](const Hit& hit) {
                               return !RE2::PartialMatch(batch.line(hit.line),
                                                         *regexes_[hit.pattern]);

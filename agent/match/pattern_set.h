@@ -20,6 +20,14 @@
 // so with it the error shows as a set that does not compile; the check at match time is kept
 // for the RE2 versions that can fail there.)
 //
+// Patterns a caller needs only near some lines (a rule's context conditions, read within a few
+// lines of the rule's own hit) can be given a window (PatternSetOptions::windows). They are kept
+// out of the everywhere database, in a few window tiers of their own, and matched only on the line
+// ranges the caller asks for (MatchWindow): a context pattern then costs nothing on the lines far
+// from any hit, which are nearly all of them. Which ranges cover a window is the caller's
+// business (StreamMatcher: around its hits and the tail of every batch). A windowed pattern that
+// Vectorscan cannot take goes to the RE2 fallback, which runs on every line.
+//
 // Both engines run in byte mode (RE2 Latin-1): a log line is matched as bytes whatever its
 // encoding, and both engines see exactly the same text.
 //
@@ -78,10 +86,18 @@ struct PatternSetOptions {
   // Memory of the RE2::Set over the patterns Vectorscan cannot take (RE2::Options::max_mem).
   // A set that does not fit is not an error: its patterns are matched one by one (see Match).
   int64_t fallback_set_max_mem = RulePatternOptions().max_mem();
+  // Per pattern (by index; missing entries are 0): 0 when the pattern is needed on every line,
+  // else the most lines away from a line the caller names at which it is needed. Windowed
+  // patterns go to the tier of the smallest bound in kWindowTierBounds that holds their window;
+  // a window wider than all of them is matched on every line.
+  std::vector<uint32_t> windows;
 };
 
 class PatternSet {
  public:
+  // Upper bounds of the window tiers, in lines. Each tier is one more Vectorscan database: a few
+  // tiers keep a context pattern with a window of 3 from being scanned over a 500-line window.
+  static constexpr uint32_t kWindowTierBounds[] = {8, 32, 128, 512};
   // A confirmed match of pattern `pattern` on line `line` of a batch.
   struct Hit {
     uint32_t line;
@@ -104,20 +120,48 @@ class PatternSet {
   // `scratch` and their lines matched by RE2 (see the top). Never throws.
   void Match(const LineBatch& batch, MatchScratch& scratch, std::vector<Hit>& hits) const;
 
+  // Window tiers that hold patterns, and the widest window of the patterns in tier `tier`.
+  size_t window_tiers() const { return window_databases_.size(); }
+  uint32_t window_width(size_t tier) const { return window_databases_[tier].width; }
+  // Appends, unsorted, every confirmed match of window tier `tier`'s patterns on lines
+  // [first_line, end_line) of `batch`, each (line, pattern) pair once. Engine errors are counted
+  // in `scratch` and the range matched by RE2 (see the top). Never throws.
+  void MatchWindow(const LineBatch& batch, size_t tier, size_t first_line, size_t end_line,
+                   MatchScratch& scratch, std::vector<Hit>& hits) const;
+
   size_t size() const { return regexes_.size(); }
   const RE2& regex(uint32_t pattern) const { return *regexes_[pattern]; }
   // How many patterns the fast prefilter takes; the rest are matched line by line.
   size_t prefiltered() const { return regexes_.size() - fallback_ids_.size(); }
-  // Whether the Vectorscan database was loaded from the cache instead of compiled.
+  // Whether every Vectorscan database was loaded from the cache instead of compiled.
   bool from_cache() const { return from_cache_; }
 
  private:
   PatternSet() = default;
   friend class MatchScratch;
 
-  // Runs the Vectorscan database over the batch and confirms its candidates; false on an engine
-  // error, with `hits` then holding nothing usable.
-  bool ScanPrefiltered(const LineBatch& batch, MatchScratch& scratch, std::vector<Hit>& hits) const;
+  // Allocates (or grows) the scratch's Vectorscan scratch for every database; false when that
+  // failed, leaving none.
+  bool AllocateScratch(MatchScratch& scratch) const;
+  // One Vectorscan database and the patterns it holds: its report ids index `ids`.
+  struct Database {
+    hs_database* database = nullptr;
+    std::vector<uint32_t> ids;  // database report id -> pattern id
+    uint32_t width = 0;         // for a window tier: the widest window of its patterns
+  };
+
+  // Compiles (or loads from `cache`) a database of `ids`; patterns it cannot take are appended to
+  // `fallback`. Returns whether it came from the cache.
+  bool BuildDatabase(const std::vector<std::string>& patterns, const DatabaseCache& cache,
+                     Database& database, std::vector<uint32_t>& fallback);
+  // Appends the confirmed matches of `database` on lines [first_line, end_line) of the batch,
+  // falling back to RE2 on an engine error.
+  void ScanDatabase(const Database& database, const LineBatch& batch, size_t first_line,
+                    size_t end_line, MatchScratch& scratch, std::vector<Hit>& hits) const;
+  // Runs `database` over the lines and confirms its candidates; false on an engine error, with
+  // the hits it appended then unusable.
+  bool ScanWithVectorscan(const Database& database, const LineBatch& batch, size_t first_line,
+                          size_t end_line, MatchScratch& scratch, std::vector<Hit>& hits) const;
   void MatchFallbackSet(const LineBatch& batch, MatchScratch& scratch,
                         std::vector<Hit>& hits) const;
   // Appends a hit for each line in [first_line, end_line) of `batch` and each of `ids` whose own
@@ -126,11 +170,11 @@ class PatternSet {
                  const std::vector<uint32_t>& ids, std::vector<Hit>& hits) const;
 
   std::vector<std::unique_ptr<RE2>> regexes_;
-  hs_database* database_ = nullptr;  // null when no pattern could be prefiltered
+  Database everywhere_;  // the patterns matched on every line; null database when none
+  std::vector<Database> window_databases_;  // the window tiers that hold patterns, narrowest first
   bool from_cache_ = false;
   std::unique_ptr<RE2::Set> fallback_set_;  // null when it did not fit its memory
   std::vector<uint32_t> fallback_ids_;      // fallback_set_ index -> pattern id
-  std::vector<uint32_t> prefiltered_ids_;   // the patterns in database_
 };
 
 }  // namespace faultline

@@ -10,7 +10,7 @@ namespace faultline {
 
 Result<std::shared_ptr<const RuleSet>> RuleSet::Compile(
     std::vector<Rule> rules, const std::string& cache_dir,
-    const std::vector<std::string>& watch_patterns) {
+    const std::vector<std::string>& watch_patterns, bool window_context) {
   std::shared_ptr<RuleSet> set(new RuleSet());
   set->rules_ = std::move(rules);
   const size_t n = set->rules_.size();
@@ -43,8 +43,7 @@ Result<std::shared_ptr<const RuleSet>> RuleSet::Compile(
     set->max_explain_window_ = std::max(set->max_explain_window_, window);
     for (const SequenceMatch& seq : rule.sequences) {
       const auto seq_index = static_cast<uint32_t>(set->sequences_.size());
-      set->sequences_.push_back(
-          {r, static_cast<uint32_t>(seq.steps.size()), seq.within_lines});
+      set->sequences_.push_back({r, static_cast<uint32_t>(seq.steps.size()), seq.within_lines});
       for (uint32_t s = 0; s < seq.steps.size(); ++s) {
         intern(seq.steps[s], {r, PatternRole::kSequenceStep, seq_index, s});
       }
@@ -85,7 +84,38 @@ Result<std::shared_ptr<const RuleSet>> RuleSet::Compile(
     }
   }
 
-  Result<std::unique_ptr<PatternSet>> patterns = PatternSet::Compile(texts, cache_dir);
+  // A pattern that only ever serves context conditions is needed within its rules' windows of
+  // their hits, nowhere else: it is matched there only (PatternSet's window tiers). A pattern a
+  // rule with context triggers on opens such a window.
+  PatternSetOptions options;
+  options.cache_dir = cache_dir;
+  options.windows.assign(texts.size(), 0);
+  set->opens_window_.assign(texts.size(), false);
+  for (uint32_t p = 0; p < texts.size(); ++p) {
+    uint32_t window = 0;
+    bool context_only = true;
+    for (const PatternRef& ref : set->refs_[p]) {
+      const Rule& rule = set->rules_[ref.rule];
+      switch (ref.role) {
+        case PatternRole::kRequires:
+        case PatternRole::kDowngradeAfter:
+        case PatternRole::kDowngradeBefore:
+          window = std::max(window, static_cast<uint32_t>(rule.context->within_lines));
+          break;
+        case PatternRole::kMatch:
+        case PatternRole::kSequenceStep:
+          context_only = false;
+          if (rule.context) set->opens_window_[p] = true;
+          break;
+        case PatternRole::kWatch:
+          context_only = false;
+          break;
+      }
+    }
+    // A window of 0 lines still means the hit's own line.
+    if (context_only && window_context) options.windows[p] = std::max(window, 1u);
+  }
+  Result<std::unique_ptr<PatternSet>> patterns = PatternSet::Compile(texts, options);
   if (!patterns.ok()) return patterns.errors();
   set->patterns_ = std::move(patterns).value();
   return std::shared_ptr<const RuleSet>(std::move(set));

@@ -1,9 +1,10 @@
 // RuleSet: a rule pack compiled for matching.
 //
 // Every pattern of every rule (match lines, sequence steps, context conditions) goes into one
-// PatternSet, identical patterns once; each pattern keeps the list of places (refs) it serves, so
-// one hit fans out to every rule that uses it. Label patterns are compiled per rule and run only
-// on lines that produced a finding.
+// PatternSet, identical patterns once (a pattern used only by context conditions in a window tier
+// of its own, matched near the hits that need it); each pattern keeps the list of places (refs) it
+// serves, so one hit fans out to every rule that uses it. Label patterns are compiled per rule and
+// run only on lines that produced a finding.
 //
 // Watch patterns (LineWatcher, line_watcher.h) can be compiled in beside the rules: they serve no
 // rule and only mark lines for a watcher, at no cost to lines that match nothing.
@@ -57,10 +58,12 @@ class RuleSet {
   static constexpr std::size_t kMaxWatchPatterns = 32;
 
   // `cache_dir`: see PatternSet::Compile. `watch_patterns`: RE2 patterns for a LineWatcher
-  // (at most kMaxWatchPatterns; more is a load error).
+  // (at most kMaxWatchPatterns; more is a load error). `window_context`: patterns that serve only
+  // context conditions are matched only near the hits that need them (the default; false matches
+  // them on every line, the reference the windowed matching is tested against).
   static Result<std::shared_ptr<const RuleSet>> Compile(
       std::vector<Rule> rules, const std::string& cache_dir = "",
-      const std::vector<std::string>& watch_patterns = {});
+      const std::vector<std::string>& watch_patterns = {}, bool window_context = true);
 
   const std::vector<Rule>& rules() const { return rules_; }
   const PatternSet& patterns() const { return *patterns_; }
@@ -71,6 +74,9 @@ class RuleSet {
   std::span<const uint32_t> preceded_by(uint32_t rule) const { return preceded_by_[rule]; }
   std::span<const uint32_t> requires_any(uint32_t rule) const { return requires_any_[rule]; }
   std::size_t watch_count() const { return watch_count_; }
+  // Whether a hit of `pattern` can raise a rule with context, whose patterns must then be matched
+  // within the window around it (PatternSet::MatchWindow).
+  bool opens_window(uint32_t pattern) const { return opens_window_[pattern]; }
   // Bit i is set when `pattern` is watch pattern i.
   uint32_t watch_mask(uint32_t pattern) const { return watch_masks_[pattern]; }
   // How many lines around its hit a finding of `rule` explains: its context window, or the span
@@ -89,11 +95,12 @@ class RuleSet {
   std::unique_ptr<PatternSet> patterns_;
   std::vector<std::vector<PatternRef>> refs_;  // per pattern
   std::vector<CompiledSequence> sequences_;
-  std::vector<std::vector<uint32_t>> preceded_by_;   // per rule
-  std::vector<std::vector<uint32_t>> requires_any_;  // per rule
+  std::vector<std::vector<uint32_t>> preceded_by_;                // per rule
+  std::vector<std::vector<uint32_t>> requires_any_;               // per rule
   std::vector<std::vector<std::unique_ptr<RE2>>> label_regexes_;  // per rule
   std::size_t watch_count_ = 0;
   std::vector<uint32_t> watch_masks_;      // per pattern
+  std::vector<bool> opens_window_;         // per pattern
   std::vector<uint32_t> explain_windows_;  // per rule
   uint32_t max_explain_window_ = 0;
 };

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <map>
-#include <utility>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 
 namespace faultline {
 namespace {
@@ -27,7 +27,10 @@ StreamMatcher::StreamMatcher(std::shared_ptr<const RuleSet> rules, FindingSink* 
       last_seen_(rules_->patterns().size(), 0),
       last_triggered_(rules_->rules().size(), 0),
       sequences_(rules_->sequences().size()),
-      sequence_masks_(rules_->sequences().size(), 0) {}
+      sequence_masks_(rules_->sequences().size(), 0) {
+  window_until_.assign(rules_->patterns().window_tiers(), 0);
+  lookback_unmatched_.assign(rules_->patterns().window_tiers(), false);
+}
 
 void StreamMatcher::Rebind(std::shared_ptr<const RuleSet> rules) {
   const RuleSet& old_set = *rules_;
@@ -107,10 +110,19 @@ void StreamMatcher::Rebind(std::shared_ptr<const RuleSet> rules) {
   sequences_ = std::move(sequences);
   sequence_masks_.assign(new_set.sequences().size(), 0);
   touched_sequences_.clear();
+  // The hits still pending were seen with the old tiers: the next lines are matched with every
+  // new tier for the widest window, so none of them misses what follows it.
+  window_until_.assign(new_set.patterns().window_tiers(), 0);
+  lookback_unmatched_.assign(new_set.patterns().window_tiers(), false);
+  lookback_.Clear();
+  for (size_t t = 0; t < window_until_.size(); ++t) {
+    window_until_[t] = lines_seen_ + new_set.patterns().window_width(t);
+  }
 }
 
 void StreamMatcher::Process(const LineBatch& batch, MatchScratch& scratch) {
   rules_->patterns().Match(batch, scratch, hits_);
+  if (!window_until_.empty()) MatchWindows(batch, scratch);
   const uint64_t first = lines_seen_ + 1;
   batch_ = &batch;
   batch_first_line_ = first;
@@ -128,6 +140,98 @@ void StreamMatcher::Process(const LineBatch& batch, MatchScratch& scratch) {
   RememberTail(batch);
   SettleExpired(lines_seen_ + 1);
   if (watcher_ != nullptr) Watch(batch, first);
+}
+
+void StreamMatcher::MatchWindows(const LineBatch& batch, MatchScratch& scratch) {
+  const PatternSet& patterns = rules_->patterns();
+  const size_t n = batch.size();
+  const uint64_t first = lines_seen_ + 1;
+  const size_t primary_hits = hits_.size();
+  // hits_ is sorted by line: the first hit that opens a window is the one reaching furthest back.
+  size_t earliest_opening = n;
+  for (size_t h = 0; h < primary_hits; ++h) {
+    if (rules_->opens_window(hits_[h].pattern)) {
+      earliest_opening = hits_[h].line;
+      break;
+    }
+  }
+  size_t keep_lines = 0;
+  for (size_t tier = 0; tier < window_until_.size(); ++tier) {
+    const size_t width = patterns.window_width(tier);
+    ranges_.clear();
+    // What hits of earlier batches still wait for.
+    if (window_until_[tier] >= first) {
+      ranges_.push_back({0, static_cast<size_t>(window_until_[tier] - first + 1)});
+    }
+    // Around every hit that can raise a rule with context; a window past the batch's end is
+    // carried into the next batches.
+    for (size_t h = 0; h < primary_hits; ++h) {
+      const PatternSet::Hit& hit = hits_[h];
+      if (!rules_->opens_window(hit.pattern)) continue;
+      const size_t end = hit.line + width + 1;
+      ranges_.push_back({hit.line > width ? hit.line - width : 0, end});
+      if (end > n) window_until_[tier] = std::max(window_until_[tier], first + end - 1);
+    }
+    // The previous batch's last lines, kept unmatched: matched now if a window reaches back into
+    // them, or if this batch is too short to take over their role.
+    if (lookback_unmatched_[tier] && (earliest_opening < width || n < width)) {
+      MatchLookback(tier, scratch);
+    }
+    lookback_unmatched_[tier] = false;
+    // This batch's last lines, which hits of the next batch look back on: kept unmatched when
+    // they are all in this batch and fit the look-back buffer, matched now otherwise.
+    const size_t tail_begin = n > width ? n - width : 0;
+    if (n >= width && batch.bytes() - batch.line_begin(tail_begin) <= kLookbackBytes) {
+      lookback_unmatched_[tier] = true;
+      keep_lines = std::max(keep_lines, width);
+    } else {
+      ranges_.push_back({tail_begin, n});
+    }
+    if (ranges_.empty()) continue;
+    std::sort(ranges_.begin(), ranges_.end());
+    size_t begin = ranges_[0].first;
+    size_t end = ranges_[0].second;
+    for (size_t r = 1; r <= ranges_.size(); ++r) {
+      if (r < ranges_.size() && ranges_[r].first <= end) {
+        end = std::max(end, ranges_[r].second);
+        continue;
+      }
+      patterns.MatchWindow(batch, tier, begin, end, scratch, hits_);
+      if (r < ranges_.size()) {
+        begin = ranges_[r].first;
+        end = ranges_[r].second;
+      }
+    }
+  }
+  if (hits_.size() != primary_hits) std::sort(hits_.begin(), hits_.end());
+
+  lookback_.Clear();
+  if (keep_lines > 0) {
+    const size_t from = n - keep_lines;
+    const size_t offset = batch.line_begin(from);
+    lookback_.AppendLines(batch.text().substr(offset), batch.bytes());
+    lookback_first_line_ = first + from;
+  }
+}
+
+void StreamMatcher::MatchLookback(size_t tier, MatchScratch& scratch) {
+  const size_t width = rules_->patterns().window_width(tier);
+  const size_t n = lookback_.size();
+  lookback_hits_.clear();
+  rules_->patterns().MatchWindow(lookback_, tier, n > width ? n - width : 0, n, scratch,
+                                 lookback_hits_);
+  // Lines already processed: they only tell hits to come what was seen before them.
+  for (const PatternSet::Hit& hit : lookback_hits_) {
+    last_seen_[hit.pattern] = std::max(last_seen_[hit.pattern], lookback_first_line_ + hit.line);
+  }
+}
+
+void StreamMatcher::ReleaseLookback(MatchScratch& scratch) {
+  for (size_t tier = 0; tier < lookback_unmatched_.size(); ++tier) {
+    if (lookback_unmatched_[tier]) MatchLookback(tier, scratch);
+    lookback_unmatched_[tier] = false;
+  }
+  lookback_ = LineBatch();
 }
 
 void StreamMatcher::Watch(const LineBatch& batch, uint64_t first) {
@@ -254,7 +358,8 @@ void StreamMatcher::ProcessLine(uint64_t line_number, std::string_view text, uin
   for (const PatternSet::Hit& hit : hits) {
     for (const PatternRef& ref : rules_->refs(hit.pattern)) {
       if (ref.role == PatternRole::kMatch && !rules_->rules()[ref.rule].generic) {
-        const Outcome outcome = Trigger(ref.rule, line_number, line_number, line_begin, text, false);
+        const Outcome outcome =
+            Trigger(ref.rule, line_number, line_number, line_begin, text, false);
         if (outcome == Outcome::kPending) {
           specific_deadline = std::max(specific_deadline, pending_.back().deadline);
         }
@@ -337,9 +442,7 @@ StreamMatcher::Outcome StreamMatcher::Trigger(uint32_t rule, uint64_t line_numbe
     return Outcome::kEmitted;
   }
   const ContextSpec& ctx = *r.context;
-  Pending p{rule,
-            line_number,
-            context_line + static_cast<uint64_t>(ctx.within_lines),
+  Pending p{rule, line_number, context_line + static_cast<uint64_t>(ctx.within_lines),
             SeenWithin(rules_->requires_any(rule), context_line, ctx.within_lines),
             SeenWithin(rules_->preceded_by(rule), context_line, ctx.within_lines)};
   if (IsDecided(p)) return Settle(p, text, truncated) ? Outcome::kEmitted : Outcome::kNone;
@@ -402,8 +505,8 @@ bool StreamMatcher::IsDecided(const Pending& p) const {
 
 std::optional<Severity> StreamMatcher::SettledSeverity(const Pending& p) const {
   const Rule& r = rules_->rules()[p.rule];
-  if (p.yields &&
-      std::find(specific_raised_.begin(), specific_raised_.end(), p.line) != specific_raised_.end()) {
+  if (p.yields && std::find(specific_raised_.begin(), specific_raised_.end(), p.line) !=
+                      specific_raised_.end()) {
     return std::nullopt;  // a specific rule explained the line
   }
   if (!r.context) return r.severity;

@@ -10,8 +10,8 @@
 // A hit that still waits on lines after it is *pending*. It is settled, and reported, as soon as
 // the answer is known: the awaited line arrives, the window has passed (checked at every hit and
 // at the end of every batch), or SettlePending() is called because the stream has been quiet, or
-// Finish() at end of input. So pending context never loses a finding and delays one at most by the window or the
-// owner's quiet timeout. Findings come out in the order they are settled.
+// Finish() at end of input. So pending context never loses a finding and delays one at most by the
+// window or the owner's quiet timeout. Findings come out in the order they are settled.
 //
 // When several rules raise one line, each counts it once; a `generic` rule (a catch-all such as a
 // `CUDA error: <message>` line) stays silent on a line whose fingerprint a rule that is not generic
@@ -19,7 +19,8 @@
 //
 // Memory is bounded per stream: a pending hit keeps a preview of its line (kPreviewBytes), its
 // label values and a few context lines (kPendingContextBytes each), never the whole line, so
-// kMaxPending hits of 64 MiB lines cost a few MiB, not GiBs.
+// kMaxPending hits of 64 MiB lines cost a few MiB, not GiBs; the last lines of a batch kept for
+// the context of the next one are at most kLookbackBytes, and freed when the stream goes quiet.
 //
 // A LineWatcher (line_watcher.h), when given, is handed the lines the RuleSet's watch patterns
 // matched after each batch, and every finding as it is reported.
@@ -36,6 +37,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "agent/framing/line_batch.h"
@@ -56,6 +58,9 @@ class StreamMatcher {
   // of a sequence, the lines before a batch): enough to read the message, not a 64 MiB blob.
   static constexpr size_t kPreviewBytes = 4096;
   static constexpr size_t kPendingContextBytes = 512;
+  // At most this many bytes of a batch's last lines are kept for the context of the next batch's
+  // hits; longer tails are matched at once instead (MatchWindows).
+  static constexpr size_t kLookbackBytes = 256 * 1024;
 
   // `origin`, when given, is stamped on every finding and must outlive the matcher.
   StreamMatcher(std::shared_ptr<const RuleSet> rules, FindingSink* sink,
@@ -69,12 +74,17 @@ class StreamMatcher {
   // End of input: settles every pending hit and forgets sequences in progress.
   void Finish();
 
+  // Matches the last lines of the previous batch that were kept for the context of hits to come
+  // (see MatchWindows) and frees them: the stream is quiet, its memory is better given back.
+  void ReleaseLookback(MatchScratch& scratch);
+
   // Goes on with `rules` (a reloaded rule set) from the next line, keeping what the stream knows
   // by rule id and pattern text: pending hits of rules that still exist stay pending (and are
   // decided by the new rule's context), a sequence in progress survives when its rule still has
   // that sequence with the same steps, and the context seen before a hit is kept for patterns
   // both sets have. Pending hits of rules that are gone are settled first, with the old rules,
-  // so the sink sees them before it is rebound. Never throws.
+  // so the sink sees them before it is rebound. Call ReleaseLookback first, with the old rules'
+  // scratch, or the context of the lines before is lost. Never throws.
   void Rebind(std::shared_ptr<const RuleSet> rules);
 
   bool has_pending() const { return !pending_.empty(); }
@@ -104,7 +114,7 @@ class StreamMatcher {
     // A generic hit waiting for the specific hits of its line: dropped if one of them is raised.
     bool yields = false;
     uint64_t stream_begin = 0;  // stream offset of the hit line
-    std::string preview;  // at most kPreviewBytes of the hit line
+    std::string preview;        // at most kPreviewBytes of the hit line
     bool preview_truncated = false;
     std::vector<std::string> labels;  // taken from the whole line when it was seen
     std::vector<std::string> context_before;
@@ -113,7 +123,7 @@ class StreamMatcher {
     uint32_t next_step = 0;
     uint64_t start_line = 0;
     uint64_t start_begin = 0;  // stream offset of the first step's line
-    std::string start_text;  // at most kPreviewBytes of the first step's line
+    std::string start_text;    // at most kPreviewBytes of the first step's line
     bool start_truncated = false;
     // The rule was already raised on the start line by a single-line pattern: completing the
     // sequence must not count that line again.
@@ -127,8 +137,8 @@ class StreamMatcher {
   // A hit of `rule` reported at `line_number`. Context windows are measured from `context_line`:
   // the hit line itself, or the line that completed a sequence. `truncated`: `text` is a preview.
   // `line_begin` is the stream offset of the hit line.
-  Outcome Trigger(uint32_t rule, uint64_t line_number, uint64_t context_line,
-                  uint64_t line_begin, std::string_view text, bool truncated);
+  Outcome Trigger(uint32_t rule, uint64_t line_number, uint64_t context_line, uint64_t line_begin,
+                  std::string_view text, bool truncated);
   // A hit of generic `rule` on a line whose specific hits are pending until `deadline`.
   void TriggerYielding(uint32_t rule, uint64_t line_number, uint64_t line_begin,
                        std::string_view text, uint64_t deadline);
@@ -153,6 +163,16 @@ class StreamMatcher {
   // Reports a finding whose labels are in label_values_ and context in context_views_.
   void Emit(uint32_t rule, Severity severity, uint64_t line_number, std::string_view text,
             bool truncated);
+  // Adds to hits_ the hits of the RuleSet's window tiers (patterns only context conditions use)
+  // on the lines that can need them: within a tier's width of a hit that opens a window, the
+  // lines that windows of earlier batches still cover, and the batch's last lines, which hits in
+  // the next batch look back on. Those last lines are copied (lookback_) rather than matched when
+  // they fit kLookbackBytes, and matched only if the next batch's hits reach back to them. Every
+  // line within a rule's window of its hit is matched, so context decides exactly as if those
+  // patterns were matched on every line.
+  void MatchWindows(const LineBatch& batch, MatchScratch& scratch);
+  // Matches window tier `tier` on the kept lines of the previous batch, for last_seen_.
+  void MatchLookback(size_t tier, MatchScratch& scratch);
   // Keeps the last lines of `batch` for the context of hits early in the next batch.
   void RememberTail(const LineBatch& batch);
   // Hands the watch hits of `batch` (numbered from `first`) to the watcher.
@@ -165,8 +185,17 @@ class StreamMatcher {
 
   uint64_t lines_seen_ = 0;
   std::vector<PatternSet::Hit> hits_;
+  // Per window tier: the last stream line its patterns must still be matched on, 0 for none.
+  std::vector<uint64_t> window_until_;
+  std::vector<std::pair<size_t, size_t>> ranges_;  // line ranges of the batch to match a tier on
+  // The previous batch's last lines (as many as the widest tier kept), its stream line number of
+  // the first, and per tier whether they are still unmatched for it.
+  LineBatch lookback_;
+  uint64_t lookback_first_line_ = 0;
+  std::vector<bool> lookback_unmatched_;
+  std::vector<PatternSet::Hit> lookback_hits_;
   std::vector<LineWatcher::Hit> watch_hits_;
-  std::vector<uint64_t> last_seen_;  // per pattern: last line it matched, 0 = never
+  std::vector<uint64_t> last_seen_;       // per pattern: last line it matched, 0 = never
   std::vector<uint64_t> last_triggered_;  // per rule: last line that raised it, 0 = never
   std::deque<Pending> pending_;
   uint64_t earliest_deadline_ = 0;  // of pending_; may be stale-low, never too high

@@ -43,6 +43,7 @@ StreamState StreamPipeline::State() const {
 
 void StreamPipeline::Rebind(std::shared_ptr<const RuleSet> rules, MatchScratch* scratch) {
   Drain();
+  matcher_.ReleaseLookback(*scratch_);
   matcher_.Rebind(std::move(rules));
   scratch_ = scratch;
 }
@@ -79,6 +80,7 @@ void StreamPipeline::FlushPartial() {
 
 void StreamPipeline::SettlePending() {
   Drain();
+  matcher_.ReleaseLookback(*scratch_);
   matcher_.SettlePending();
 }
 
