@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the fuzz preset (clang++-14, libFuzzer, ASan and UBSan) and runs every fuzz target listed
-# in build/fuzz/fuzz/targets.tsv for FUZZ_SECONDS each (default 60), starting from its checked-in
+# in build/fuzz/fuzz/targets.tsv for FUZZ_SECONDS each (default 30), starting from its checked-in
 # corpus in tests/fuzz/corpus/<target>/. Fails if any target crashes, leaks, trips a sanitizer,
 # spends over 10 s on one input or goes over 2 GiB. The input at fault is left in
 # build/fuzz/artifacts/<target>/: once the bug is fixed, copy it into the target's corpus folder,
@@ -8,7 +8,7 @@
 # never into the source tree. CI (.ci/run) calls this after scripts/test.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-seconds="${FUZZ_SECONDS:-60}"
+seconds="${FUZZ_SECONDS:-30}"
 
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz
