@@ -546,7 +546,14 @@ void FileTailer::Discover(const std::string& path, bool initial) {
     saved_at_path_.erase(at);
   }
   if (resumed != nullptr && !Holds(fd, *resumed)) {
-    options_.resume->Forget(*resumed);  // changed since Start looked
+    // Changed since Start looked: copied and truncated in between (logrotate runs when it
+    // likes), so the copy holds the rest; else it is read from 0.
+    const std::string copy = initial ? FindSaved(*resumed, /*by_inode=*/false) : "";
+    if (!copy.empty()) {
+      located_[copy] = static_cast<size_t>(resumed - marks_.data());
+    } else {
+      options_.resume->Forget(*resumed);
+    }
     resumed = nullptr;
   }
 
@@ -900,12 +907,51 @@ void FileTailer::DrainLocated() {
         if (mtime >= since) fresh.push_back(name);
       }
       for (const std::string& name : fresh) {
+        if (CopiesAFollowedFile(name)) {
+          // logrotate copytruncate between its copy and its truncate: the lines are the
+          // original's, read there; once it is truncated its stream goes on in this copy.
+          spdlog::info("{} holds a copy of a file followed from its checkpoint; not read again",
+                       name);
+          continue;
+        }
         spdlog::info("{} was written and rotated while the agent was down; reading it whole", name);
         drain(name, nullptr);
       }
     }
   }
   marks_.clear();
+}
+
+bool FileTailer::CopiesAFollowedFile(const std::string& path) const {
+  const int fd = OpenForReading(path, /*is_link=*/false);
+  if (fd < 0) return false;
+  struct stat st {};
+  std::string head;
+  std::string end;
+  bool copy = false;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    const uint64_t size = static_cast<uint64_t>(st.st_size);
+    const size_t head_len = static_cast<size_t>(std::min<uint64_t>(kHeadBytes, size));
+    const size_t end_len = static_cast<size_t>(std::min<uint64_t>(kTailBytes, size));
+    if (size == 0) {
+      copy = true;  // created, not filled yet: nothing in it can be told from a copy
+    } else if (ReadAt(fd, 0, head_len, &head) && ReadAt(fd, size - end_len, end_len, &end)) {
+      const auto holds_it = [&](const TailedFile& other) {
+        struct stat other_st {};
+        std::string bytes;
+        return other.fd >= 0 && fstat(other.fd, &other_st) == 0 &&
+               static_cast<uint64_t>(other_st.st_size) >= size &&
+               ReadAt(other.fd, 0, head_len, &bytes) && bytes == head &&
+               ReadAt(other.fd, size - end_len, end_len, &bytes) && bytes == end;
+      };
+      copy = std::any_of(files_.begin(), files_.end(),
+                         [&](const auto& entry) { return holds_it(*entry.second); }) ||
+             std::any_of(draining_.begin(), draining_.end(),
+                         [&](const auto& other) { return holds_it(*other); });
+    }
+  }
+  close(fd);
+  return copy;
 }
 
 bool FileTailer::ContinueInCopy(TailedFile& file) {

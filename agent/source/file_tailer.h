@@ -34,7 +34,12 @@
 //   its stream resumes where the checkpoint says, under whatever name it has now, followed if the
 //   globs match that name and drained otherwise. A saved file whose inode now holds other bytes
 //   is read from 0; start_at applies only on the source's first start (files present then, with
-//   no saved position, appeared while the agent was down and are read whole).
+//   no saved position, appeared while the agent was down and are read whole). A rotated name with
+//   no saved position that changed after the checkpoint was written and rotated while the agent
+//   was down and is read whole, unless it is empty or holds the start of a file followed now (its
+//   first and last bytes are that file's at the same offsets): then it is a copy logrotate
+//   copytruncate made (or is making) before a truncate still to come, whose lines are read in the
+//   original, and it is left for the truncate (below) to go on in.
 // - Appended: the new bytes go to its consumer.
 // - Truncated or rewritten in place (copytruncate): noticed when the size drops below the read
 //   offset, or when the file changed and the bytes just before the offset are no longer the ones
@@ -258,6 +263,10 @@ class FileTailer : private DescriptorBudget::Holder {
   // rotated name of it holding its bytes. Empty when nowhere.
   std::string FindSaved(const FileMark& mark, bool by_inode);
   void DrainLocated();
+  // Whether the file at `path` is empty, or its bytes are the start of a file followed now (its
+  // first and last bytes are that file's at the same offsets): a copy logrotate copytruncate
+  // made, or is making, of a file whose truncate has not come yet.
+  bool CopiesAFollowedFile(const std::string& path) const;
   // Continues `file`'s stream in a copy of it nobody follows, after a copytruncate.
   bool ContinueInCopy(TailedFile& file);
 
