@@ -305,9 +305,14 @@ bool Agent::OpenState(std::string* error) {
   store_ = std::move(store).value();
   if (!store_->moved_aside().empty()) metrics_.CountCorruptStateFile();
   if (!store_->writable()) checkpoint_error_ = store_->unavailable_reason();
+  // Counters of every configured source continue (a pipe, stdin or a socket has no positions,
+  // but its lines counter must not go back to 0); a source no longer configured loses them.
   const auto known_source = [this](const std::string& id) {
-    return std::any_of(config_.file_sources.begin(), config_.file_sources.end(),
-                       [&](const FileSourceConfig& source) { return source.id == id; });
+    const auto same = [&](const auto& source) { return source.id == id; };
+    return std::any_of(config_.file_sources.begin(), config_.file_sources.end(), same) ||
+           std::any_of(config_.fifo_sources.begin(), config_.fifo_sources.end(), same) ||
+           std::any_of(config_.stdin_sources.begin(), config_.stdin_sources.end(), same) ||
+           std::any_of(config_.net_sources.begin(), config_.net_sources.end(), same);
   };
   metrics_.RestoreCounters(counter_states_->saved(), known_source);
   if (store_->loaded()) {
