@@ -173,10 +173,11 @@ void Alerting::Start() {
   if (running_) return;
   running_ = true;
   std::weak_ptr<bool> alive = alive_;
-  delivery_ = std::make_unique<HttpDelivery>(io_, [this, alive](uint64_t ticket, DeliveryOutcome o) {
-    if (alive.expired() || !running_) return;
-    OnDelivered(static_cast<int64_t>(ticket), std::move(o));
-  });
+  delivery_ =
+      std::make_unique<HttpDelivery>(io_, [this, alive](uint64_t ticket, DeliveryOutcome o) {
+        if (alive.expired() || !running_) return;
+        OnDelivered(static_cast<int64_t>(ticket), std::move(o));
+      });
   ApplyConfigFixes();
   Tick();
   ScheduleFlush();  // groups restored from the store

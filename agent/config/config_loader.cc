@@ -1103,8 +1103,8 @@ class ConfigParser {
       const std::string file = Resolve(section.value.as<std::string>());
       config->fixes_file = file;
       Result<std::string> text = ReadYamlFile(file, "fixes file");
-      Result<YAML::Node> list = text.ok() ? ParseYamlDocument(text.value(), file)
-                                          : Result<YAML::Node>(text.errors());
+      Result<YAML::Node> list =
+          text.ok() ? ParseYamlDocument(text.value(), file) : Result<YAML::Node>(text.errors());
       if (!list.ok()) {
         for (const Error& e : list.errors()) AddError(LineOf(section.value), path, e.ToString());
         return;

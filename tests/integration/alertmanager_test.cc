@@ -47,11 +47,11 @@ TEST(AlertmanagerTest, TheAgentsAlertShowsInAlertmanagerAndItsNotificationArrive
       << "  group_interval: 1s\n  repeat_interval: 1h\n"
       << "receivers:\n  - name: test\n    webhook_configs:\n      - url: '" << hook.url("/am")
       << "'\n        send_resolved: false\n";
-  Program am({kAlertmanager, "--config.file=" + (dir / "am" / "alertmanager.yml").string(),
-              "--storage.path=" + (dir / "am").string(),
-              "--web.listen-address=127.0.0.1:" + std::to_string(am_port),
-              "--cluster.listen-address="},
-             (dir / "am" / "log").string());
+  Program am(
+      {kAlertmanager, "--config.file=" + (dir / "am" / "alertmanager.yml").string(),
+       "--storage.path=" + (dir / "am").string(),
+       "--web.listen-address=127.0.0.1:" + std::to_string(am_port), "--cluster.listen-address="},
+      (dir / "am" / "log").string());
   std::string body;
   ASSERT_TRUE(Eventually([&] { return HttpGet(am_port, "/-/ready", &body) == 200; },
                          std::chrono::seconds(30)))

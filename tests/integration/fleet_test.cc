@@ -16,18 +16,16 @@
 // resolution reaches it may send one stale notification (Alertmanager's clustering delivers at
 // least once), so later steps wait for what the receiver must end up hearing. Every wait is on
 // a condition; the whole test takes about 15 s.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
-#include <nlohmann/json.hpp>
 
 #include "tests/integration/process.h"
 #include "tests/support/http_receiver.h"
@@ -125,8 +123,7 @@ class Peer {
   Peer(const fs::path& dir, const std::string& config, uint16_t web_port, uint16_t cluster_port,
        uint16_t other_cluster_port)
       : web_port_(web_port),
-        program_({kAlertmanager, "--config.file=" + config,
-                  "--storage.path=" + dir.string(),
+        program_({kAlertmanager, "--config.file=" + config, "--storage.path=" + dir.string(),
                   "--web.listen-address=127.0.0.1:" + std::to_string(web_port),
                   "--cluster.listen-address=127.0.0.1:" + std::to_string(cluster_port),
                   "--cluster.peer=127.0.0.1:" + std::to_string(other_cluster_port),
@@ -159,7 +156,9 @@ class Peer {
     return hosts;
   }
   // Each flush of a group asks the notification log whether it was sent already.
-  double Queries() const { return Sum(Get(web_port_, "/metrics"), "alertmanager_nflog_queries_total"); }
+  double Queries() const {
+    return Sum(Get(web_port_, "/metrics"), "alertmanager_nflog_queries_total");
+  }
 
  private:
   uint16_t web_port_;
@@ -206,7 +205,8 @@ TEST(FleetTest, OneFailureOnTwoNodesIsOneNotificationAndOneSharedFixCoversBoth) 
 
   // The deploy route, its timings shortened, its receiver the test's.
   TestReceiver hook;
-  std::string am_config = ReadFile(fs::path(FAULTLINE_SOURCE_DIR) / "deploy/compose/alertmanager.yml");
+  std::string am_config =
+      ReadFile(fs::path(FAULTLINE_SOURCE_DIR) / "deploy/compose/alertmanager.yml");
   am_config = Replace(am_config, "group_wait: 30s", "group_wait: 1s");
   am_config = Replace(am_config, "group_interval: 5m", "group_interval: 2s");
   am_config = Replace(am_config, "  - name: default\n",
@@ -217,12 +217,14 @@ TEST(FleetTest, OneFailureOnTwoNodesIsOneNotificationAndOneSharedFixCoversBoth) 
   for (int i = 0; i < 2; ++i) {
     fs::create_directories(dir / ("am" + std::to_string(i)));
     peers.push_back(std::make_unique<Peer>(dir / ("am" + std::to_string(i)),
-                                           (dir / "alertmanager.yml").string(), web[i],
-                                           cluster[i], cluster[1 - i]));
+                                           (dir / "alertmanager.yml").string(), web[i], cluster[i],
+                                           cluster[1 - i]));
   }
-  ASSERT_TRUE(Eventually([&] { return peers[0]->Ready() && peers[1]->Ready(); },
-                         std::chrono::seconds(30)))
-      << "the cluster did not settle:\n" << peers[0]->log() << "\n" << peers[1]->log();
+  ASSERT_TRUE(
+      Eventually([&] { return peers[0]->Ready() && peers[1]->Ready(); }, std::chrono::seconds(30)))
+      << "the cluster did not settle:\n"
+      << peers[0]->log() << "\n"
+      << peers[1]->log();
 
   Node nodes[2];
   nodes[0].host = "node-a";
@@ -247,9 +249,10 @@ TEST(FleetTest, OneFailureOnTwoNodesIsOneNotificationAndOneSharedFixCoversBoth) 
     node.agent = std::make_unique<Daemon>(std::vector<std::string>{"run", "-c", config.string()});
   }
   for (const Node& node : nodes) {
-    ASSERT_TRUE(Eventually([&] { return !Get(node.port, "/readyz").empty(); },
-                           std::chrono::seconds(30)))
-        << node.host << ":\n" << node.agent->Stderr();
+    ASSERT_TRUE(
+        Eventually([&] { return !Get(node.port, "/readyz").empty(); }, std::chrono::seconds(30)))
+        << node.host << ":\n"
+        << node.agent->Stderr();
   }
   const auto said = [&] {
     std::vector<Said> all;
@@ -259,7 +262,8 @@ TEST(FleetTest, OneFailureOnTwoNodesIsOneNotificationAndOneSharedFixCoversBoth) 
   const std::string failure = "[ERROR] Unable to pre-compile async_io\n";
 
   // 1. New on both nodes: one notification naming both.
-  for (const Node& node : nodes) node.Log("build-1.log", "Collecting deepspeed==0.14.2\n" + failure);
+  for (const Node& node : nodes)
+    node.Log("build-1.log", "Collecting deepspeed==0.14.2\n" + failure);
   ASSERT_TRUE(hook.WaitFor(1, std::chrono::seconds(20)))
       << nodes[0].agent->Stderr() << nodes[1].agent->Stderr() << peers[0]->log();
   // Both peers have flushed the group twice, so the second peer (which waits peer-timeout, then
@@ -302,12 +306,15 @@ TEST(FleetTest, OneFailureOnTwoNodesIsOneNotificationAndOneSharedFixCoversBoth) 
   for (const auto& peer : peers) EXPECT_TRUE(peer->FiringHosts().empty());
 
   // 3. The failure in 0.14.2, older than the fix: counted, raises nothing.
-  for (const Node& node : nodes) node.Log("build-2.log", "Collecting deepspeed==0.14.2\n" + failure);
+  for (const Node& node : nodes)
+    node.Log("build-2.log", "Collecting deepspeed==0.14.2\n" + failure);
   for (const Node& node : nodes) {
     ASSERT_TRUE(Eventually([&] {
       return Sum(node.Metrics(), "faultline_signature_occurrences_total",
                  "reason=\"pre_fix_version\"") == 1;
-    })) << node.host << ":\n" << node.Metrics();
+    })) << node.host
+        << ":\n"
+        << node.Metrics();
     EXPECT_EQ(0, node.Events("regression")) << node.host;
   }
   for (const auto& peer : peers) EXPECT_TRUE(peer->FiringHosts().empty());
@@ -315,7 +322,8 @@ TEST(FleetTest, OneFailureOnTwoNodesIsOneNotificationAndOneSharedFixCoversBoth) 
   // 4. The failure in 0.15.1: a regression on both nodes, and the receiver hears of it from both
   //    (in one notification, or, when the second node's alert came just after a flush of the
   //    group, in a second one that names both).
-  for (const Node& node : nodes) node.Log("build-3.log", "Collecting deepspeed==0.15.1\n" + failure);
+  for (const Node& node : nodes)
+    node.Log("build-3.log", "Collecting deepspeed==0.15.1\n" + failure);
   ASSERT_TRUE(Eventually([&] {
     heard = said();
     return heard.back().status == "firing" &&
