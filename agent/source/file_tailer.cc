@@ -536,17 +536,22 @@ void FileTailer::Discover(const std::string& path, bool initial) {
   }
   ++held_;
 
-  // A saved position for this file: where it was found at Start, or its own path.
+  // A saved position for this file: the file Start found for it (by identity: under whatever
+  // name it has now, renamed since or not).
   const FileMark* resumed = nullptr;
-  if (auto located = located_.find(path); located != located_.end()) {
-    resumed = &marks_[located->second];
+  if (auto located = located_.find(id); located != located_.end()) {
+    resumed = &marks_[located->second.mark];
+    close(located->second.fd);  // this open is the same file
+    budget_->Release();
     located_.erase(located);
-  } else if (auto at = saved_at_path_.find(id); at != saved_at_path_.end()) {
-    resumed = &marks_[at->second];
-    saved_at_path_.erase(at);
   }
   if (resumed != nullptr && !Holds(fd, *resumed)) {
-    options_.resume->Forget(*resumed);  // changed since Start looked
+    // Changed since Start looked: copied and truncated in between (logrotate runs when it
+    // likes), so the copy holds the rest; else it is read from 0.
+    if (!initial || !FindSaved(*resumed, static_cast<size_t>(resumed - marks_.data()),
+                               /*by_inode=*/false)) {
+      options_.resume->Forget(*resumed);
+    }
     resumed = nullptr;
   }
 
@@ -776,21 +781,11 @@ void FileTailer::LocateSavedFiles() {
     if (at_path) {
       struct stat lst {};
       const bool is_link = lstat(mark.path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode);
-      const int fd = OpenForReading(mark.path, is_link);
-      const bool holds = fd >= 0 && Holds(fd, mark);
-      if (fd >= 0) close(fd);
-      if (holds) {
-        saved_at_path_[{st.st_dev, st.st_ino}] = i;
-        continue;
-      }
+      if (Claim(OpenForReading(mark.path, is_link), mark.path, i, /*by_inode=*/true)) continue;
     }
     // Renamed while the agent was down (by inode), or copied and truncated (by content).
-    std::string found = at_path ? "" : FindSaved(mark, /*by_inode=*/true);
-    if (found.empty()) found = FindSaved(mark, /*by_inode=*/false);
-    if (!found.empty()) {
-      spdlog::info("{} was rotated while the agent was down; reading the rest of it in {}",
-                   mark.path, found);
-      located_[found] = i;
+    if ((!at_path && FindSaved(mark, i, /*by_inode=*/true)) ||
+        FindSaved(mark, i, /*by_inode=*/false)) {
       continue;
     }
     spdlog::info("{} was {} while the agent was down; its saved position no longer applies",
@@ -799,12 +794,43 @@ void FileTailer::LocateSavedFiles() {
   }
 }
 
-std::string FileTailer::FindSaved(const FileMark& mark, bool by_inode) {
+bool FileTailer::Claim(int fd, const std::string& name, size_t index, bool by_inode) {
+  if (fd < 0) return false;
+  const FileMark& mark = marks_[index];
+  struct stat st {};
+  // A file that is another saved file (by inode), or that another mark already found, is not a
+  // copy of this one, whatever its bytes: copytruncate's copy is a new inode.
+  const auto other_mark = [&](const FileMark& m) {
+    return &m != &mark && m.device == static_cast<uint64_t>(st.st_dev) &&
+           m.inode == static_cast<uint64_t>(st.st_ino);
+  };
+  const bool same =
+      fstat(fd, &st) == 0 && !by_identity_.contains({st.st_dev, st.st_ino}) &&
+      !located_.contains({st.st_dev, st.st_ino}) &&
+      (by_inode ? st.st_dev == mark.device && st.st_ino == mark.inode
+                : std::none_of(marks_.begin(), marks_.end(), other_mark)) &&
+      Holds(fd, mark);
+  if (!same) {
+    close(fd);
+    return false;
+  }
+  // Held from now on: whatever the name becomes (logrotate may be renaming while the agent
+  // starts), this descriptor is the file that was checked.
+  budget_->Acquire(this, /*force=*/true);
+  located_.emplace(Identity{st.st_dev, st.st_ino}, Located{fd, name, index});
+  if (name != mark.path) {
+    spdlog::info("{} was rotated while the agent was down; reading the rest of it in {}",
+                 mark.path, name);
+  }
+  return true;
+}
+
+bool FileTailer::FindSaved(const FileMark& mark, size_t index, bool by_inode) {
   // Content identifies a copy only when some was read: any file "holds" nothing read at all.
-  if (!by_inode && (mark.read_offset == 0 || mark.head_len == 0)) return "";
+  if (!by_inode && (mark.read_offset == 0 || mark.head_len == 0)) return false;
   const std::string dir = ParentOf(mark.path);
   const std::unique_ptr<DIR, int (*)(DIR*)> listing(opendir(dir.c_str()), closedir);
-  if (listing == nullptr) return "";
+  if (listing == nullptr) return false;
   std::vector<std::string> names;
   while (const dirent* entry = readdir(listing.get())) {
     const std::string name = JoinPath(dir, entry->d_name);
@@ -814,38 +840,21 @@ std::string FileTailer::FindSaved(const FileMark& mark, bool by_inode) {
       names.push_back(name);
     }
   }
-  for (const std::string& name : names) {
-    const int fd = OpenForReading(name, /*is_link=*/false);
-    if (fd < 0) continue;
-    struct stat st {};
-    // A file that is another saved file (by inode), or that another mark already found, is not a
-    // copy of this one, whatever its bytes: copytruncate's copy is a new inode.
-    const auto other_mark = [&](const FileMark& m) {
-      return &m != &mark && m.device == static_cast<uint64_t>(st.st_dev) &&
-             m.inode == static_cast<uint64_t>(st.st_ino);
-    };
-    const bool same = fstat(fd, &st) == 0 && !by_identity_.contains({st.st_dev, st.st_ino}) &&
-                      (!by_inode || (st.st_dev == mark.device && st.st_ino == mark.inode)) &&
-                      (by_inode || (std::none_of(marks_.begin(), marks_.end(), other_mark) &&
-                                    !located_.contains(name))) &&
-                      Holds(fd, mark);
-    close(fd);
-    if (same) return name;
-  }
-  return "";
+  return std::any_of(names.begin(), names.end(), [&](const std::string& name) {
+    return Claim(OpenForReading(name, /*is_link=*/false), name, index, by_inode);
+  });
 }
 
 void FileTailer::DrainLocated() {
   if (options_.resume == nullptr) return;
   // Files rotated (and, for a copy, truncated) before or while the agent was down, under names
   // the globs do not follow (a rotated file being drained at the checkpoint is saved under the
-  // name it had then): read their rest, then let them go like any rotated file.
-  const auto drain = [&](const std::string& path, const FileMark* resumed) {
-    budget_->Acquire(this, /*force=*/true);
-    const int fd = OpenForReading(path, /*is_link=*/false);
+  // name it had then): read their rest, then let them go like any rotated file. Each is read
+  // through the descriptor it was checked with, never opened again by name.
+  const auto drain = [&](int fd, const std::string& path, const FileMark* resumed) {
     struct stat st {};
-    if (fd < 0 || fstat(fd, &st) != 0 || by_identity_.contains({st.st_dev, st.st_ino})) {
-      if (fd >= 0) close(fd);
+    if (fstat(fd, &st) != 0 || by_identity_.contains({st.st_dev, st.st_ino})) {
+      close(fd);
       budget_->Release();
       if (resumed != nullptr) options_.resume->Forget(*resumed);
       return;
@@ -870,9 +879,8 @@ void FileTailer::DrainLocated() {
     draining_.push_back(std::move(file));
     drain_wanted_ = true;
   };
-  for (const auto& [path, index] : std::exchange(located_, {})) drain(path, &marks_[index]);
-  for (const auto& [id, index] : std::exchange(saved_at_path_, {})) {
-    drain(marks_[index].path, &marks_[index]);
+  for (auto& [id, located] : std::exchange(located_, {})) {
+    drain(located.fd, located.name, &marks_[located.mark]);
   }
   // Rotated names of saved files that changed after the checkpoint and hold no saved position:
   // written and rotated while the agent was down (a file rotated twice), read whole.
@@ -884,28 +892,60 @@ void FileTailer::DrainLocated() {
       const std::string dir = ParentOf(mark.path);
       const std::unique_ptr<DIR, int (*)(DIR*)> listing(opendir(dir.c_str()), closedir);
       if (listing == nullptr) continue;
-      std::vector<std::string> fresh;
+      std::vector<std::string> names;
       while (const dirent* entry = readdir(listing.get())) {
         const std::string name = JoinPath(dir, entry->d_name);
-        if (entry->d_name[0] == '.' || !IsRotatedNameOf(name, mark.path) ||
-            IsCompressedName(name) || files_.contains(name) || Wanted(name)) {
-          continue;
+        if (entry->d_name[0] != '.' && IsRotatedNameOf(name, mark.path) &&
+            !IsCompressedName(name) && !files_.contains(name) && !Wanted(name)) {
+          names.push_back(name);
         }
-        struct stat st {};
-        if (stat(name.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
-            by_identity_.contains({st.st_dev, st.st_ino})) {
-          continue;
-        }
-        const int64_t mtime = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
-        if (mtime >= since) fresh.push_back(name);
       }
-      for (const std::string& name : fresh) {
+      for (const std::string& name : names) {
+        // Decided on the descriptor: the name may be given to another file meanwhile.
+        budget_->Acquire(this, /*force=*/true);
+        const int fd = OpenForReading(name, /*is_link=*/false);
+        struct stat st {};
+        if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+            by_identity_.contains({st.st_dev, st.st_ino}) ||
+            int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec < since) {
+          if (fd >= 0) close(fd);
+          budget_->Release();
+          continue;
+        }
+        if (CopiesAFollowedFile(fd, static_cast<uint64_t>(st.st_size))) {
+          // logrotate copytruncate between its copy and its truncate: the lines are the
+          // original's, read there; once it is truncated its stream goes on in this copy.
+          spdlog::info("{} is empty or holds a copy of a file followed now; not read", name);
+          close(fd);
+          budget_->Release();
+          continue;
+        }
         spdlog::info("{} was written and rotated while the agent was down; reading it whole", name);
-        drain(name, nullptr);
+        drain(fd, name, nullptr);
       }
     }
   }
   marks_.clear();
+}
+
+bool FileTailer::CopiesAFollowedFile(int fd, uint64_t size) const {
+  if (size == 0) return true;  // created, not filled yet: nothing in it can be told from a copy
+  const size_t head_len = static_cast<size_t>(std::min<uint64_t>(kHeadBytes, size));
+  const size_t end_len = static_cast<size_t>(std::min<uint64_t>(kTailBytes, size));
+  std::string head;
+  std::string end;
+  if (!ReadAt(fd, 0, head_len, &head) || !ReadAt(fd, size - end_len, end_len, &end)) return false;
+  const auto holds_it = [&](const TailedFile& other) {
+    struct stat other_st {};
+    std::string bytes;
+    return other.fd >= 0 && fstat(other.fd, &other_st) == 0 &&
+           static_cast<uint64_t>(other_st.st_size) >= size && ReadAt(other.fd, 0, head_len, &bytes) &&
+           bytes == head && ReadAt(other.fd, size - end_len, end_len, &bytes) && bytes == end;
+  };
+  return std::any_of(files_.begin(), files_.end(),
+                     [&](const auto& entry) { return holds_it(*entry.second); }) ||
+         std::any_of(draining_.begin(), draining_.end(),
+                     [&](const auto& other) { return holds_it(*other); });
 }
 
 bool FileTailer::ContinueInCopy(TailedFile& file) {

@@ -32,9 +32,16 @@
 //   copytruncate ran while the agent was down: the copy holds the unread rest). Found and
 //   unchanged (same first bytes, at least the bytes read, the same bytes where reading stopped),
 //   its stream resumes where the checkpoint says, under whatever name it has now, followed if the
-//   globs match that name and drained otherwise. A saved file whose inode now holds other bytes
-//   is read from 0; start_at applies only on the source's first start (files present then, with
-//   no saved position, appeared while the agent was down and are read whole).
+//   globs match that name and drained otherwise. A file found is held open from then on and read
+//   through that descriptor, never looked up by name again: logrotate may be renaming while the
+//   agent starts, and a name looked at twice can name two files. A saved file whose inode now
+//   holds other bytes is read from 0; start_at applies only on the source's first start (files
+//   present then, with no saved position, appeared while the agent was down and are read whole).
+//   A rotated name with no saved position that changed after the checkpoint was written and
+//   rotated while the agent was down and is read whole, unless it is empty or holds the start of
+//   a file followed now (its first and last bytes are that file's at the same offsets): then it
+//   is a copy logrotate copytruncate made (or is making) before a truncate still to come, whose
+//   lines are read in the original, and it is left for the truncate (below) to go on in.
 // - Appended: the new bytes go to its consumer.
 // - Truncated or rewritten in place (copytruncate): noticed when the size drops below the read
 //   offset, or when the file changed and the bytes just before the offset are no longer the ones
@@ -254,10 +261,18 @@ class FileTailer : private DescriptorBudget::Holder {
   std::unique_ptr<StreamConsumer> MakeConsumer(const std::string& path, uint64_t offset,
                                                const FileMark* resumed);
   void LocateSavedFiles();
-  // Where a saved file is now when not at its path: its folder's entry with its inode, else a
-  // rotated name of it holding its bytes. Empty when nowhere.
-  std::string FindSaved(const FileMark& mark, bool by_inode);
+  // Finds where saved file marks_[index] is now when not at its path: its folder's entry with
+  // its inode, else a rotated name of it holding its bytes; Claims it. False when nowhere.
+  bool FindSaved(const FileMark& mark, size_t index, bool by_inode);
+  // Takes `fd` (opened from `name`) as the file of marks_[index] if it is that file (by inode,
+  // or by content with `by_inode` false) and holds what was read: kept open in located_.
+  // Otherwise closes it and returns false.
+  bool Claim(int fd, const std::string& name, size_t index, bool by_inode);
   void DrainLocated();
+  // Whether the file open at `fd` (`size` bytes) is empty, or its bytes are the start of a file
+  // followed now (its first and last bytes are that file's at the same offsets): a copy logrotate
+  // copytruncate made, or is making, of a file whose truncate has not come yet.
+  bool CopiesAFollowedFile(int fd, uint64_t size) const;
   // Continues `file`'s stream in a copy of it nobody follows, after a copytruncate.
   bool ContinueInCopy(TailedFile& file);
 
@@ -345,11 +360,16 @@ class FileTailer : private DescriptorBudget::Holder {
   };
   std::unordered_map<std::string, PathEvents> path_events_;
   void CountPathEvent(const std::string& path, bool rotation);
-  // Saved positions: the marks, which path holds each one now (at Start), and by identity the
-  // ones at their own path.
+  // Saved positions: the marks, and the files found for them at Start.
   std::vector<FileMark> marks_;
-  std::map<std::string, size_t> located_;
-  std::unordered_map<Identity, size_t, IdentityHash> saved_at_path_;
+  // Saved files found at Start, by identity: the descriptor they were checked with (counted in
+  // the budget), the name they had then, and their mark.
+  struct Located {
+    int fd;
+    std::string name;
+    size_t mark;
+  };
+  std::unordered_map<Identity, Located, IdentityHash> located_;
   bool history_ = false;
   // Completions still queued when the tailer is destroyed check this instead of touching it.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

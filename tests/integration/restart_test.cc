@@ -1,8 +1,7 @@
 // `faultline run` restarted while its logs are written and rotated: counters continue from the
-// state store and every line is counted exactly once, through SIGTERM, a reload that restarts the
-// source, and files rotated twice, truncated or replaced while the agent was down. Every count is
-// read from /metrics of the real binary. (kill -9 under Debian's logrotate: branch h/state-kill9,
-// not landed: it over-counts in about one run in eight on a loaded machine, issue 8.)
+// state store and every line is counted exactly once, through kill -9 at random moments, SIGTERM,
+// Debian's real logrotate (copytruncate and create), and files rotated twice, truncated or
+// replaced while the agent was down. Every count is read from /metrics of the real binary.
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -10,9 +9,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
+#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -200,10 +202,110 @@ class RestartTest : public ::testing::Test {
   void WaitUntilServing(Daemon& agent) {
     ASSERT_TRUE(Eventually([&] { return !Metrics().empty(); })) << agent.Stderr();
   }
+  std::string LogrotateConfig(const std::string& mode) {
+    const std::string path = dir_ + "/logrotate-" + mode + ".conf";
+    std::ofstream(path) << dir_ << "/logs/app.log {\n  rotate 1000\n  " << mode
+                        << "\n  nocompress\n  missingok\n}\n";
+    return path;
+  }
+  void Logrotate(const std::string& config) {
+    const std::string command = "logrotate -f -s '" + dir_ + "/logrotate.state' '" + config + "'";
+    ASSERT_EQ(0, std::system(command.c_str())) << command;
+  }
 
   std::string dir_;
   uint16_t port_ = 0;
 };
+
+bool HaveLogrotate() { return std::system("command -v logrotate >/dev/null 2>&1") == 0; }
+
+TEST_F(RestartTest, KillNineAtTwentyRandomMomentsUnderLogrotateCountsEveryLineOnce) {
+  if (!HaveLogrotate()) GTEST_SKIP() << "needs Debian's logrotate (scripts/install-deps.sh)";
+  const std::string config = WriteConfig();
+  const std::string copytruncate = LogrotateConfig("copytruncate");
+  const std::string create = LogrotateConfig("create");
+  Append("");  // present at the first start, read from its end (empty)
+
+  // The first agent follows app.log (from its end: empty) before a line is written, so that
+  // every line written is one to count.
+  {
+    Daemon first({"run", "-c", config});
+    WaitUntilServing(first);
+    first.Stop(SIGKILL);
+  }
+
+  Truth truth;
+  std::mutex truth_mutex;
+  std::atomic<bool> writing{true};
+  // copytruncate truncates whatever was written between its copy and its truncate: no reader can
+  // see those bytes. And logrotate creates the new file with O_EXCL after its rename, which fails
+  // if the writer (opening by name) created it first. So the writer holds off while logrotate
+  // runs: it holds the lock only for its write, never while it sleeps, so rotations are not
+  // starved and happen throughout the writing.
+  std::mutex rotation_running;
+  constexpr uint64_t kGroups = 120000;
+  std::thread writer([&] {
+    uint64_t n = 0;
+    while (n < kGroups) {
+      Truth batch;
+      std::string text;
+      for (int i = 0; i < 40 && n < kGroups; ++i) text += Group(n++, batch);
+      {
+        std::lock_guard<std::mutex> hold(rotation_running);
+        Append(text);
+      }
+      {
+        std::lock_guard<std::mutex> lock(truth_mutex);
+        truth.lines += batch.lines;
+        truth.oom += batch.oom;
+        truth.nccl_error += batch.nccl_error;
+        truth.nccl_warning += batch.nccl_warning;
+        truth.segv += batch.segv;
+        truth.rank += batch.rank;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(1500));
+    }
+    writing = false;
+  });
+  std::atomic<int> rotations{0};
+  std::thread rotator([&] {
+    while (writing || rotations < 10) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(400));
+      std::lock_guard<std::mutex> hold(rotation_running);
+      Logrotate(rotations % 2 == 0 ? copytruncate : create);
+      ++rotations;
+    }
+  });
+
+  std::mt19937 random(20261201);
+  std::uniform_int_distribution<int> pause_ms(150, 650);
+  int kills = 1;
+  std::string history;  // what each agent said of the files it found, for a failure's message
+  while (kills < 20) {
+    Daemon agent({"run", "-c", config});
+    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms(random)));
+    agent.Stop(SIGKILL);
+    ++kills;
+    std::istringstream log(agent.Stderr());
+    history += "--- agent " + std::to_string(kills) + "\n";
+    for (std::string line; std::getline(log, line);) {
+      if (line.find("/logs/") != std::string::npos) history += line + "\n";
+    }
+  }
+  writer.join();
+  rotator.join();
+  Daemon agent({"run", "-c", config});
+  WaitUntilServing(agent);
+  EXPECT_TRUE(Reaches(truth, std::chrono::seconds(40)))
+      << "expected " << Describe(truth) << "\ngot " << Describe(Read(Metrics())) << "\nrotations "
+      << rotations << "\n"
+      << history.substr(history.size() > 30000 ? history.size() - 30000 : 0) << "--- last\n"
+      << agent.Stderr().substr(0, 6000);
+  EXPECT_EQ(0,
+            Sample(Metrics(), "faultline_bytes_lost_total{reason=\"truncated\",source=\"logs\"}"));
+  EXPECT_GE(rotations, 10);
+  EXPECT_EQ(0, agent.Stop(SIGTERM));
+}
 
 TEST_F(RestartTest, SigtermRestartsContinueEveryCounterAndAPartialLineResumesAtItsStart) {
   const std::string config = WriteConfig("", "beginning");

@@ -283,6 +283,100 @@ TEST_F(StdinFifoTest, FifoSurvivesItsWriterClosingAndReopeningThreeTimes) {
   EXPECT_THAT(agent.Log(), HasSubstr("created the named pipe " + fifo));
 }
 
+// A pipe has no positions: what the agent read is gone from it. Across restarts its counters
+// continue from the state store, and the pipe resumes with the next writer: a writer that opens it
+// while the agent is down waits (or, non-blocking, retries) and is read by the next agent. After
+// SIGTERM (a checkpoint at stop) and after a kill -9 that came after a checkpoint, every line is
+// counted once; lines read after the last checkpoint before a kill -9 would be lost, never
+// counted twice.
+TEST_F(StdinFifoTest, FifoAcrossRestartsResumesWithTheNextWriterAndCountsNoLineTwice) {
+  std::filesystem::create_directories(dir_ + "/run");
+  const std::string fifo = dir_ + "/run/train.fifo";
+  const std::string config = WriteConfig(
+      "  - {id: pipe, type: fifo, path: run/train.fifo}\nstate:\n  checkpoint_interval_ms: 100\n");
+  const std::string series = "faultline_lines_total{source=\"pipe\"}";
+  uint64_t lines = 0;
+  uint64_t ooms = 0;
+  // One writer session: waits for a reader (ENXIO while there is none) for up to 20 s.
+  const auto session = [&](int count, bool* wrote) {
+    std::string text;
+    for (int i = 1; i <= count; ++i) {
+      text += i % 100 == 0 ? "CUDA out of memory\n" : "step " + std::to_string(i) + "\n";
+    }
+    int fd = -1;
+    Eventually([&] { return (fd = open(fifo.c_str(), O_WRONLY | O_NONBLOCK)) >= 0; });
+    if (fd < 0) return;
+    fcntl(fd, F_SETFL, 0);
+    *wrote = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    close(fd);
+  };
+  const auto counted = [&] {
+    const std::string m = Metrics();
+    return Sample(m, series) == static_cast<double>(lines) &&
+           Sample(m, kOom) == static_cast<double>(ooms);
+  };
+  const auto checkpoints = [&] { return Sample(Metrics(), "faultline_checkpoints_total"); };
+
+  {
+    AgentProcess agent({"run", "-c", config}, open("/dev/null", O_RDONLY), dir_ + "/agent1.log");
+    ASSERT_TRUE(Eventually([&] { return !Metrics().empty(); })) << agent.Log();
+    bool wrote = false;
+    session(1000, &wrote);
+    ASSERT_TRUE(wrote);
+    lines += 1000;
+    ooms += 10;
+    ASSERT_TRUE(Eventually(counted)) << Metrics() << agent.Log();
+    EXPECT_EQ(0, agent.Stop(SIGTERM)) << agent.Log();
+  }
+  // The next writer comes while the agent is down; the next agent reads it.
+  bool wrote = false;
+  std::thread writer([&] { session(500, &wrote); });
+  {
+    AgentProcess agent({"run", "-c", config}, open("/dev/null", O_RDONLY), dir_ + "/agent2.log");
+    writer.join();
+    ASSERT_TRUE(wrote) << agent.Log();
+    lines += 500;
+    ooms += 5;
+    ASSERT_TRUE(Eventually(counted)) << Metrics() << agent.Log();
+    // Killed once a checkpoint holds those counts: one is written within the interval when
+    // anything changed since the last, none when the last already held them.
+    const double seen = checkpoints();
+    Eventually([&] { return checkpoints() > seen; }, std::chrono::milliseconds(1000));
+    EXPECT_EQ(128 + SIGKILL, agent.Stop(SIGKILL));
+  }
+  {
+    AgentProcess agent({"run", "-c", config}, open("/dev/null", O_RDONLY), dir_ + "/agent3.log");
+    ASSERT_TRUE(Eventually([&] { return !Metrics().empty(); })) << agent.Log();
+    EXPECT_TRUE(counted()) << "the counters continue: " << Metrics();
+    session(250, &wrote);
+    ASSERT_TRUE(wrote);
+    lines += 250;
+    ooms += 2;
+    ASSERT_TRUE(Eventually(counted)) << Metrics() << agent.Log();
+    EXPECT_EQ(0, agent.Stop(SIGTERM)) << agent.Log();
+  }
+}
+
+// stdin is a new stream at every start (another process's output), but its counters continue.
+TEST_F(StdinFifoTest, StdinCountersContinueAcrossRuns) {
+  const std::string config = WriteConfig("  - {id: piped, type: stdin}\n");
+  const std::string series = "faultline_lines_total{source=\"piped\"}";
+  for (int run = 1; run <= 2; ++run) {
+    int fds[2];
+    ASSERT_EQ(0, pipe2(fds, O_CLOEXEC));
+    AgentProcess agent({"run", "-c", config}, fds[0], dir_ + "/agent.log");
+    std::string text;
+    for (int i = 1; i <= 300; ++i) text += i % 100 == 0 ? "CUDA out of memory\n" : "step\n";
+    ASSERT_EQ(static_cast<ssize_t>(text.size()), write(fds[1], text.data(), text.size()));
+    ASSERT_TRUE(Eventually([&] {
+      const std::string m = Metrics();
+      return Sample(m, series) == 300.0 * run && Sample(m, kOom) == 3.0 * run;
+    })) << "run " << run << ": " << Metrics() << agent.Log();
+    close(fds[1]);
+    EXPECT_EQ(0, agent.WaitForExit(std::chrono::seconds(20))) << agent.Log();
+  }
+}
+
 TEST_F(StdinFifoTest, FifoPathThatIsARegularFileIsReportedAndTheAgentRuns) {
   std::ofstream(dir_ + "/not.fifo") << "a log\n";
   AgentProcess agent({"run", "-c", WriteConfig("  - {id: pipe, type: fifo, path: not.fifo}\n")},

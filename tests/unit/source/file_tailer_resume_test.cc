@@ -224,6 +224,67 @@ TEST_F(FileTailerResumeTest, ACopytruncateWhileAwayIsReadOnInTheCopy) {
   EXPECT_TRUE(resume.Of(P("app.log"))->resumed.empty());
 }
 
+TEST_F(FileTailerResumeTest, ACopyTakenWhileAwayOfAFileNotYetTruncatedIsNotReadAgain) {
+  // The agent is killed and restarted while logrotate copytruncate is between its copy and its
+  // truncate: app.log still holds its saved position, and app.log.1 (changed after the
+  // checkpoint, with no saved position) holds the same bytes. It is not a file written while
+  // away: its lines are app.log's, read once there.
+  const int64_t checkpoint = NowNs();
+  const FileMark saved = ReadAndSave("one\n");
+  Append("app.log", "two\n");
+  fs::copy_file(dir_ / "app.log", dir_ / "app.log.1");
+  Append("app.log.2", "");  // a copy logrotate has created and not filled yet
+  Resume resume;
+  resume.marks = {saved};
+  resume.history = true;
+  resume.time_ns = checkpoint;
+  auto tailer = Tailer(&resume, /*rotate_wait_ms=*/100);
+  tailer->Start();
+  ASSERT_TRUE(RunUntil([&] {
+    return resume.Of(P("app.log")) != nullptr && resume.Of(P("app.log"))->bytes == "two\n";
+  }));
+  RunFor(100);
+  EXPECT_EQ(nullptr, resume.Of(P("app.log.1")));
+  EXPECT_EQ(nullptr, resume.Of(P("app.log.2")));
+  // Then the truncate, and new lines: the stream goes on in the copy (nothing left there to
+  // read), the new lines are a new stream, and nothing was lost or read twice.
+  fs::resize_file(dir_ / "app.log", 0);
+  Append("app.log", "three\n");
+  ASSERT_TRUE(RunUntil([&] {
+    return resume.streams.size() == 2 && resume.streams[1]->bytes == "three\n";
+  }));
+  RunFor(200);
+  EXPECT_EQ("two\n", resume.streams[0]->bytes);
+  EXPECT_EQ(2u, resume.streams.size());
+  EXPECT_EQ(0u, tailer->bytes_lost());
+}
+
+TEST_F(FileTailerResumeTest, AFileRotatedAwayAndDeletedWhileAwayLosesOnlyItsUnreadTail) {
+  // Undecidable by construction: the lines written after the checkpoint went with the file. Its
+  // saved position is forgotten, a compressed rotation of it is never read as lines, and the new
+  // file is read whole.
+  const int64_t checkpoint = NowNs();
+  const FileMark saved = ReadAndSave("one\n");
+  Append("app.log", "two, never read\n");
+  fs::rename(dir_ / "app.log", dir_ / "app.log.1");
+  Append("app.log.1.gz", "\x1f\x8b compressed bytes\n");
+  fs::remove(dir_ / "app.log.1");
+  Append("app.log", "three\n");
+  Resume resume;
+  resume.marks = {saved};
+  resume.history = true;
+  resume.time_ns = checkpoint;
+  auto tailer = Tailer(&resume);
+  tailer->Start();
+  ASSERT_TRUE(RunUntil([&] {
+    return resume.Of(P("app.log")) != nullptr && resume.Of(P("app.log"))->bytes == "three\n";
+  }));
+  RunFor(100);
+  EXPECT_EQ(1u, resume.streams.size());
+  EXPECT_TRUE(resume.Of(P("app.log"))->resumed.empty());
+  EXPECT_EQ(std::vector<std::string>{P("app.log")}, resume.forgotten);
+}
+
 TEST_F(FileTailerResumeTest, ASavedFileWithNothingReadIsNotFoundInAnUnrelatedRotatedFile) {
   Append("app.log", "");
   Resume first;
