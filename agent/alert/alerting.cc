@@ -172,7 +172,21 @@ Alerting::~Alerting() {
 void Alerting::Start() {
   if (running_) return;
   running_ = true;
+  std::weak_ptr<bool> alive = alive_;
+  delivery_ =
+      std::make_unique<HttpDelivery>(io_, [this, alive](uint64_t ticket, DeliveryOutcome o) {
+        if (alive.expired() || !running_) return;
+        OnDelivered(static_cast<int64_t>(ticket), std::move(o));
+      });
+  ApplyConfigFixes();
+  Tick();
+  ScheduleFlush();  // groups restored from the store
+  Dispatch();
+}
+
+void Alerting::ApplyConfigFixes() {
   const int64_t now = clock_();
+  std::vector<LifecycleEvent> resolved;
   for (const FixConfig& fc : config_.fixes) {
     FixRecord fix;
     fix.selector = fc.signature;
@@ -180,16 +194,12 @@ void Alerting::Start() {
     fix.note = fc.note;
     fix.by = fc.by;
     fix.origin = FixOrigin::kConfig;
-    tracker_.EnsureConfigFix(fix, now);
+    tracker_.EnsureConfigFix(fix, now, &resolved);
   }
-  std::weak_ptr<bool> alive = alive_;
-  delivery_ = std::make_unique<HttpDelivery>(io_, [this, alive](uint64_t ticket, DeliveryOutcome o) {
-    if (alive.expired() || !running_) return;
-    OnDelivered(static_cast<int64_t>(ticket), std::move(o));
-  });
-  Tick();
-  ScheduleFlush();  // groups restored from the store
-  Dispatch();
+  for (const LifecycleEvent& e : resolved) {
+    events_total_->Add({{"kind", std::string(AlertKindName(e.kind))}}).Increment();
+    Route(MakeItem(e, nullptr, now), "agent", 0, 0, /*group=*/false, /*alertmanager_only=*/true);
+  }
 }
 
 void Alerting::Stop() {
@@ -353,6 +363,13 @@ AlertItem Alerting::MakeItem(const LifecycleEvent& e, const FindingEvent* event,
     item.fix = rule->fix;
     item.fix_command = rule->fix_command;
     item.package = rule->version_of;
+  } else if (item.rule_id.starts_with(kUnrecognisedPrefix)) {
+    const std::string template_id = item.rule_id.substr(kUnrecognisedPrefix.size());
+    item.title = "Unrecognised error (template " + template_id + ")";
+    item.root_cause = "no rule of the pack explains this error line, seen " +
+                      std::to_string(config_.discover_alert_after) + " times or more";
+    item.fix = "draft a rule for it from the log and add it to the pack";
+    item.fix_command = "faultline rules suggest --from LOG --template " + template_id;
   }
   if (event != nullptr) {
     item.severity = event->severity;
@@ -395,9 +412,10 @@ void Alerting::Raise(const std::vector<LifecycleEvent>& events, const FindingEve
 }
 
 void Alerting::Route(const AlertItem& item, const std::string& group_key, uint64_t stream_id,
-                     uint64_t hit_line, bool group) {
+                     uint64_t hit_line, bool group, bool alertmanager_only) {
   const int64_t now = clock_();
   for (const Receiver& r : receivers_) {
+    if (alertmanager_only && r.type() != ReceiverConfig::Type::kAlertmanager) continue;
     if (!r.Takes(item.kind, item.severity)) continue;
     if (outbox_->targets().at(r.target()).disabled) continue;
     if (!group) {

@@ -89,10 +89,18 @@ class Alerting {
 
   // Applies the config's `fixes:` and starts the timers and the delivery thread.
   void Start();
+  // Adds the config's `fixes:` not applied yet (at Start, and after a reload brought new ones).
+  // A fleet-wide fix is not news on every host: receivers hear nothing of it, except
+  // Alertmanager, which is told that the alerts it covers are resolved.
+  void ApplyConfigFixes();
   // Stops timers and delivery; what is queued stays in the outbox for the next start.
   void Stop();
 
-  // One finding of a stream (after metrics counted it).
+  // One finding of a stream (after metrics counted it), or the event of Discovery's alert hook
+  // (a template of unrecognised errors reached discover.alert_after lines): signature
+  // `unrecognised.<template id>`, no rule, through the same lifecycle (new once, quiet while it
+  // repeats), with a title and a fix command of its own.
+  static constexpr std::string_view kUnrecognisedPrefix = "unrecognised.";
   void OnFinding(const FindingEvent& event);
   // Every batch of a stream, before (`matched` false) and after it was matched.
   void OnBatch(uint64_t stream_id, const std::string& source_id, const LineBatch& batch,
@@ -181,7 +189,7 @@ class Alerting {
   void Raise(const std::vector<LifecycleEvent>& events, const FindingEvent* event, int64_t now);
   AlertItem MakeItem(const LifecycleEvent& e, const FindingEvent* event, int64_t now) const;
   void Route(const AlertItem& item, const std::string& group_key, uint64_t stream_id,
-             uint64_t hit_line, bool group);
+             uint64_t hit_line, bool group, bool alertmanager_only = false);
   void UpdateWaitingCounts(const std::string& signature);
   void ScheduleFlush();
   void FlushDue(bool all);

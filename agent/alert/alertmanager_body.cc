@@ -66,7 +66,13 @@ json Alert(const Notification& n, const AlertItem& item) {
   add("fix_note", item.fix_note);
   add("detail", item.detail);
 
-  const int64_t starts = item.first_seen_ms != 0 ? item.first_seen_ms : n.created_ms;
+  // A regression or a recurrence fires anew, after a fix or a quiet spell ended the alert: it
+  // starts at that occurrence. Alertmanager flushes a group at once for an alert that started
+  // longer than group_wait ago, so a first-seen start would send each node's regression alone
+  // instead of grouping the fleet's.
+  const bool anew = item.kind == AlertKind::kRegression || item.kind == AlertKind::kRecurrence;
+  int64_t starts = anew ? item.last_seen_ms : item.first_seen_ms;
+  if (starts == 0) starts = n.created_ms;
   int64_t ends = item.active_until_ms;
   if (item.kind == AlertKind::kResolved) ends = n.created_ms;
   if (n.test) ends = n.created_ms + kTestAlertMs;

@@ -8,7 +8,8 @@
 // annotation, or every update would be a new alert. A test notification adds
 // faultline_test="true", so it is its own alert and can be silenced or routed apart.
 //
-// startsAt is the signature's first occurrence; endsAt is when the alert stops firing without
+// startsAt is the signature's first occurrence (for a regression or recurrence, which fire anew,
+// that occurrence); endsAt is when the alert stops firing without
 // another update (the item's active_until: its last occurrence plus quiet_for), or the
 // notification's time for `resolved`, which is how Alertmanager is told it is over.
 //

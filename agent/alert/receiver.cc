@@ -70,7 +70,12 @@ Result<std::vector<Receiver>> Receiver::Build(const AlertsConfig& config,
 }
 
 bool Receiver::Takes(AlertKind kind, Severity severity) const {
-  if (kind == AlertKind::kResolved) return send_resolved_;
+  // Alertmanager is told of every resolution, as Prometheus tells it (its own receivers'
+  // send_resolved decide who hears of it): an alert left firing until its endsAt would make a
+  // regression after a fix the same firing alert, which Alertmanager deduplicates away.
+  if (kind == AlertKind::kResolved) {
+    return send_resolved_ || type_ == ReceiverConfig::Type::kAlertmanager;
+  }
   // The agent's messages about itself reach everyone.
   if (kind == AlertKind::kReceiverDisabled) return true;
   return severity >= min_severity_;

@@ -292,15 +292,15 @@ std::size_t SignatureTracker::RemoveFixes(std::string_view selector) {
   return before - fixes_.size();
 }
 
-void SignatureTracker::EnsureConfigFix(const FixRecord& fix, int64_t now_ms) {
+void SignatureTracker::EnsureConfigFix(const FixRecord& fix, int64_t now_ms,
+                                       std::vector<LifecycleEvent>* out) {
   for (const FixRecord& f : fixes_) {
     if (f.origin == FixOrigin::kConfig && f.selector == fix.selector &&
         f.fixed_in == fix.fixed_in && f.note == fix.note) {
       return;
     }
   }
-  std::vector<LifecycleEvent> ignored;  // a fleet-wide fix is not news on every host
-  AddFix(fix, now_ms, &ignored);
+  AddFix(fix, now_ms, out);
 }
 
 bool SignatureTracker::Mute(std::string_view selector, int64_t until_ms, std::string reason,

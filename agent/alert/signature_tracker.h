@@ -93,7 +93,8 @@ class SignatureTracker {
   // Removes every fix whose selector is `selector`; returns how many.
   std::size_t RemoveFixes(std::string_view selector);
   // A config `fixes:` entry: added once (same selector, version and note already present: kept).
-  void EnsureConfigFix(const FixRecord& fix, int64_t now_ms);
+  // When added, the `resolved` events of the signatures it covers go to `out`, as for AddFix.
+  void EnsureConfigFix(const FixRecord& fix, int64_t now_ms, std::vector<LifecycleEvent>* out);
 
   // Mutes the signatures `selector` names (a signature or a rule id); false when none is known.
   bool Mute(std::string_view selector, int64_t until_ms, std::string reason, std::string by,

@@ -10,11 +10,14 @@
 //   whose section changed; the others are not touched.
 // - Settings that only a restart can change (http.listen, limits.max_open_files, discover.*) are
 //   kept as they run, with a warning; the new rules are compiled with the discovery's watch
-//   patterns when it runs, and each stream's discovery takes the new rules' explain window; framing.max_line_bytes and rules.context_idle_flush_ms apply to streams
-//   and sources started from now on; log.level, reload.* and the admin token apply at once.
+//   patterns when it runs, and each stream's discovery takes the new rules' explain window;
+//   framing.max_line_bytes and rules.context_idle_flush_ms apply to streams and sources started
+//   from now on; log.level, reload.* and the admin token apply at once.
 // - Alerts: the lifecycle and the outbox go on; the rules and the versions files beside them are
-//   rebound, alerts.group_wait_ms and alerts.source_versions apply at once. Receivers, the
-//   lifecycle's timings and turning alerts on or off need a restart (kept, with a warning).
+//   rebound, alerts.group_wait_ms, alerts.source_versions and fixes added to `fixes:` (or to the
+//   file it names) apply at once; a fix removed from there stays until `faultline unfix`.
+//   Receivers, the lifecycle's timings and turning alerts on or off need a restart (kept, with a
+//   warning).
 #include <spdlog/spdlog.h>
 
 #include <set>
@@ -39,6 +42,14 @@ HttpResponse ReloadResponse(const ReloadResult& result) {
   return HttpResponse{result.ok ? 200u : 422u, "text/plain; charset=utf-8", std::move(body)};
 }
 
+// The rule paths, and a `fixes:` file (watched through its folder, as a rule file is): a fix
+// marked in a fleet's shared file reaches every agent that watches its config.
+std::vector<std::string> WatchedRulePaths(const Config& config) {
+  std::vector<std::string> paths = config.rule_paths;
+  if (!config.fixes_file.empty()) paths.push_back(config.fixes_file);
+  return paths;
+}
+
 }  // namespace
 
 void Agent::StartReloads() {
@@ -59,7 +70,7 @@ void Agent::StartReloads() {
   if (config_.reload.watch) {
     config_watcher_ =
         std::make_unique<ConfigWatcher>(io_, [this] { reloads_->Request("file change"); });
-    config_watcher_->Watch(config_.file, config_.rule_paths);
+    config_watcher_->Watch(config_.file, WatchedRulePaths(config_));
   }
 }
 
@@ -139,8 +150,9 @@ std::vector<std::string> Agent::ApplyReload(LoadedConfig next, std::string* summ
     wanted.alerts.min_severity = config_.alerts.min_severity;
   }
 
-  const bool rewatch =
-      wanted.rule_paths != config_.rule_paths || wanted.reload.watch != config_.reload.watch;
+  const bool rewatch = wanted.rule_paths != config_.rule_paths ||
+                       wanted.fixes_file != config_.fixes_file ||
+                       wanted.reload.watch != config_.reload.watch;
   config_ = std::move(wanted);
   spdlog::set_level(spdlog::level::from_str(config_.log_level));
   reloads_->SetBudget(
@@ -148,6 +160,7 @@ std::vector<std::string> Agent::ApplyReload(LoadedConfig next, std::string* summ
   // The alert side reads config_ (now the new one) and the new rules.
   if (alerting_ != nullptr) {
     for (const Error& e : alerting_->BindRules(rules_->rules())) warnings.push_back(e.ToString());
+    alerting_->ApplyConfigFixes();
   }
   if (next.admin_token != admin_token_) {
     admin_token_ = std::move(next.admin_token);
@@ -162,7 +175,7 @@ std::vector<std::string> Agent::ApplyReload(LoadedConfig next, std::string* summ
         config_watcher_ =
             std::make_unique<ConfigWatcher>(io_, [this] { reloads_->Request("file change"); });
       }
-      config_watcher_->Watch(config_.file, config_.rule_paths);
+      config_watcher_->Watch(config_.file, WatchedRulePaths(config_));
     }
   }
 

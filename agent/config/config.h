@@ -190,6 +190,7 @@ struct Config {
 
   AlertsConfig alerts;
   std::vector<FixConfig> fixes;
+  std::string fixes_file;  // `fixes: FILE`: where they came from (watched by reload.watch)
 };
 
 }  // namespace faultline

@@ -1093,16 +1093,40 @@ class ConfigParser {
     if (ok) alerts->receivers.push_back(std::move(r));
   }
 
+  // `fixes:` is a list, or the path (relative to the config's folder) of a YAML file holding
+  // that list: one file a fleet shares while each node's config differs. Errors in that file
+  // name it, with its lines.
   void ParseFixes(const Field& section, Config* config) {
     const std::string path = "fixes";
     if (section.value.IsNull()) return;
-    if (!section.value.IsSequence()) {
-      AddError(LineOf(section.key), path, "expected a list, got " + KindName(section.value));
+    if (section.value.IsScalar()) {
+      const std::string file = Resolve(section.value.as<std::string>());
+      config->fixes_file = file;
+      Result<std::string> text = ReadYamlFile(file, "fixes file");
+      Result<YAML::Node> list =
+          text.ok() ? ParseYamlDocument(text.value(), file) : Result<YAML::Node>(text.errors());
+      if (!list.ok()) {
+        for (const Error& e : list.errors()) AddError(LineOf(section.value), path, e.ToString());
+        return;
+      }
+      ConfigParser in_file(file, base_dir_);
+      in_file.ParseFixList(list.value(), config);
+      for (Error& e : in_file.TakeErrors()) errors_.push_back(std::move(e));
       return;
     }
-    for (std::size_t i = 0; i < section.value.size(); ++i) {
+    ParseFixList(section.value, config);
+  }
+
+  void ParseFixList(const YAML::Node& list, Config* config) {
+    const std::string path = "fixes";
+    if (list.IsNull()) return;
+    if (!list.IsSequence()) {
+      AddError(LineOf(list), path, "expected a list, got " + KindName(list));
+      return;
+    }
+    for (std::size_t i = 0; i < list.size(); ++i) {
       const std::string item_path = Index(path, i);
-      const YAML::Node node = section.value[i];
+      const YAML::Node node = list[i];
       FixConfig fix;
       fix.line = LineOf(node);
       for (const Field& f : Fields(node, item_path, {"signature", "version", "note", "by"})) {

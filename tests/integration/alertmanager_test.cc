@@ -1,11 +1,6 @@
 // The agent against a real Alertmanager (Debian's prometheus-alertmanager), started by the test
 // on loopback with one route to the test's own webhook receiver: the agent's alert must show in
 // Alertmanager's API with the right labels, and Alertmanager's own notification must arrive.
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -26,38 +21,10 @@ using nlohmann::json;
 using testing::Daemon;
 using testing::Eventually;
 using testing::HttpGet;
+using testing::Program;
 using testing::TestReceiver;
 
 constexpr char kAlertmanager[] = "/usr/bin/prometheus-alertmanager";
-
-// A program other than faultline, in the background; SIGKILLed on destruction.
-class Child {
- public:
-  Child(std::vector<std::string> args, const fs::path& log) {
-    pid_ = fork();
-    if (pid_ == 0) {
-      if (std::FILE* out = std::fopen(log.c_str(), "w")) {
-        dup2(fileno(out), 1);
-        dup2(fileno(out), 2);
-      }
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-  }
-  ~Child() {
-    kill(pid_, SIGKILL);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-  }
-  Child(const Child&) = delete;
-  Child& operator=(const Child&) = delete;
-
- private:
-  pid_t pid_ = -1;
-};
 
 TEST(AlertmanagerTest, TheAgentsAlertShowsInAlertmanagerAndItsNotificationArrives) {
   if (!fs::exists(kAlertmanager)) {
@@ -80,10 +47,11 @@ TEST(AlertmanagerTest, TheAgentsAlertShowsInAlertmanagerAndItsNotificationArrive
       << "  group_interval: 1s\n  repeat_interval: 1h\n"
       << "receivers:\n  - name: test\n    webhook_configs:\n      - url: '" << hook.url("/am")
       << "'\n        send_resolved: false\n";
-  Child am({kAlertmanager, "--config.file=" + (dir / "am" / "alertmanager.yml").string(),
-            "--storage.path=" + (dir / "am").string(),
-            "--web.listen-address=127.0.0.1:" + std::to_string(am_port), "--cluster.listen-address="},
-           dir / "am" / "log");
+  Program am(
+      {kAlertmanager, "--config.file=" + (dir / "am" / "alertmanager.yml").string(),
+       "--storage.path=" + (dir / "am").string(),
+       "--web.listen-address=127.0.0.1:" + std::to_string(am_port), "--cluster.listen-address="},
+      (dir / "am" / "log").string());
   std::string body;
   ASSERT_TRUE(Eventually([&] { return HttpGet(am_port, "/-/ready", &body) == 200; },
                          std::chrono::seconds(30)))

@@ -121,6 +121,30 @@ int Daemon::Stop(int signal) {
 
 std::string Daemon::Stderr() const { return ReadFile(stderr_path_); }
 
+Program::Program(const std::vector<std::string>& args, const std::string& log) {
+  std::vector<std::string> storage = args;
+  std::vector<char*> argv;
+  for (std::string& a : storage) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_ = fork();
+  if (pid_ == 0) {
+    const int out = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int null = open("/dev/null", O_RDWR);
+    dup2(null, 0);
+    dup2(out, 1);
+    dup2(out, 2);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+}
+
+Program::~Program() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGKILL);
+  int status = 0;
+  waitpid(pid_, &status, 0);
+}
+
 int HttpGet(uint16_t port, const std::string& path, std::string* body) {
   namespace http = beast::http;
   try {

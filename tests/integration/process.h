@@ -43,6 +43,19 @@ class Daemon {
   std::string stderr_path_;
 };
 
+// A program other than faultline (Alertmanager, Prometheus), in the background with its output
+// in `log`; SIGKILLed on destruction.
+class Program {
+ public:
+  Program(const std::vector<std::string>& args, const std::string& log);
+  ~Program();
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+
+ private:
+  pid_t pid_ = -1;
+};
+
 // GET http://127.0.0.1:port/path; returns the status (0 when the connection failed) and body.
 int HttpGet(uint16_t port, const std::string& path, std::string* body);
 

@@ -125,6 +125,43 @@ TEST_F(AlertingTest, VersionsFromTheSameBatchAndLinesAfterTheHitReachThePayload)
   EXPECT_NE(Metrics().find("faultline_alert_events_total{kind=\"regression\"} 1"), std::string::npos);
 }
 
+// A fleet-wide fix that arrives with a reload: the webhook (even one that asks for resolved)
+// hears nothing of it, since every host would say it; Alertmanager is told the alert is over
+// (endsAt), or a regression after the fix would be the same firing alert and deduplicated away.
+TEST_F(AlertingTest, AConfigFixAddedLaterResolvesTheAlertAtAlertmanagerOnly) {
+  TestReceiver hook;
+  TestReceiver am;
+  AddReceiver("hook", hook, /*send_resolved=*/true);
+  AddReceiver("am", am, /*send_resolved=*/false, ReceiverConfig::Type::kAlertmanager);
+  config_.alerts.group_wait_ms = 0;
+  Start();
+  Feed({"[ERROR] Unable to pre-compile async_io"}, 1,
+       {Event(rule_, 1, "[ERROR] Unable to pre-compile async_io")});
+  RunUntil([&] { return hook.count() == 1 && am.count() == 1; });
+  ASSERT_EQ(1u, am.count());
+  const json fired = json::parse(am.requests()[0].body);
+  EXPECT_EQ("new", fired[0]["annotations"]["kind"]);
+
+  FixConfig fix;
+  fix.signature = rule_.id;
+  fix.version = "0.15.0";
+  fix.note = "fixed fleet-wide";
+  config_.fixes.push_back(fix);
+  alerting_->ApplyConfigFixes();
+  alerting_->ApplyConfigFixes();  // a second reload with the same file adds nothing
+  RunUntil([&] { return am.count() == 2; });
+  io_.restart();
+  io_.run_for(std::chrono::milliseconds(200));
+  ASSERT_EQ(2u, am.count());
+  EXPECT_EQ(1u, hook.count()) << "a fleet-wide fix is not news from every host";
+  const json resolved = json::parse(am.requests()[1].body);
+  EXPECT_EQ("resolved", resolved[0]["annotations"]["kind"]);
+  EXPECT_EQ(fired[0]["labels"], resolved[0]["labels"]) << "the same alert, so Alertmanager ends it";
+  EXPECT_LT(resolved[0]["endsAt"].get<std::string>(),
+            FormatTimestampMs(Alerting::SystemNowMs() + 60'000))
+      << "ends now, not a quiet_for after the last occurrence: " << resolved;
+}
+
 TEST_F(AlertingTest, GroupWaitBatchesOneRunIntoOneMessage) {
   TestReceiver hook;
   AddReceiver("hook", hook);

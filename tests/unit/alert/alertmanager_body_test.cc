@@ -28,7 +28,8 @@ TEST(AlertmanagerBodyTest, LabelsNameTheFailureAndAnnotationsCarryWhatChanges) {
   EXPECT_EQ("0.15.1", annotations["seen_in_version"]);
   EXPECT_EQ("0.15.0", annotations["fixed_in_version"]);
   EXPECT_EQ("41", annotations["count"]);
-  EXPECT_EQ("2026-08-06T07:06:40.000Z", alerts[0]["startsAt"]);
+  EXPECT_EQ("2026-09-30T12:00:02.000Z", alerts[0]["startsAt"])
+      << "a regression fires anew: it starts at its occurrence, not at the first one";
   EXPECT_EQ("2026-10-01T12:00:02.000Z", alerts[0]["endsAt"]);
 }
 
@@ -36,6 +37,7 @@ TEST(AlertmanagerBodyTest, ResolvedEndsNowAndTestAlertsAreTheirOwn) {
   Notification n = OneItemNotification();
   n.items[0].kind = AlertKind::kResolved;
   json alerts = json::parse(RenderAlertmanagerAlerts(n));
+  EXPECT_EQ("2026-08-06T07:06:40.000Z", alerts[0]["startsAt"]) << "the first occurrence";
   EXPECT_EQ("2026-09-30T12:00:05.000Z", alerts[0]["endsAt"]);
 
   n = OneItemNotification();

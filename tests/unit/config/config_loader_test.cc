@@ -593,6 +593,32 @@ TEST_F(ConfigLoaderTest, BadReceiversAreReportedWithLineAndKey) {
                           Pair(14, "fixes[0].signature")));
 }
 
+// `fixes: FILE`: the fleet's shared list, beside the config or anywhere; its errors name it.
+TEST_F(ConfigLoaderTest, FixesCanBeAFileBesideTheConfigWhoseErrorsNameIt) {
+  Write("- {signature: a.rule, version: 0.15.0, note: n, by: alice}\n- {signature: b.rule}\n",
+        "shared/fixes.yaml");
+  Result<Config> loaded = LoadConfig(Write(std::string(kMinimal) + "fixes: shared/fixes.yaml\n"));
+  ASSERT_TRUE(loaded.ok()) << FormatErrors(loaded.errors());
+  EXPECT_EQ(In("shared/fixes.yaml"), loaded.value().fixes_file);
+  ASSERT_EQ(2u, loaded.value().fixes.size());
+  EXPECT_EQ("a.rule", loaded.value().fixes[0].signature);
+  EXPECT_EQ("0.15.0", loaded.value().fixes[0].version);
+  EXPECT_EQ("alice", loaded.value().fixes[0].by);
+  EXPECT_EQ("b.rule", loaded.value().fixes[1].signature);
+
+  const std::string bad = Write("- {signature: a.rule}\n- {version: 1.0, when: now}\n", "bad.yaml");
+  Result<Config> wrong = LoadConfig(Write(std::string(kMinimal) + "fixes: bad.yaml\n"));
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_THAT(LinesAndKeys(wrong.errors()),
+              ElementsAre(Pair(2, "fixes[1].when"), Pair(2, "fixes[1].signature")));
+  EXPECT_EQ(bad, wrong.errors()[0].file);
+
+  Result<Config> missing = LoadConfig(Write(std::string(kMinimal) + "fixes: nowhere.yaml\n"));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_THAT(LinesAndKeys(missing.errors()), ElementsAre(Pair(5, "fixes")));
+  EXPECT_THAT(missing.errors()[0].message, HasSubstr("nowhere.yaml"));
+}
+
 // The config the README runs must stay loadable and mean what its comments say.
 TEST(ShippedConfigTest, DefaultConfigLoadsAndPointsIntoTheRepository) {
   const fs::path source_dir = FAULTLINE_SOURCE_DIR;
