@@ -10,8 +10,9 @@
 //   whose section changed; the others are not touched.
 // - Settings that only a restart can change (http.listen, limits.max_open_files, discover.*) are
 //   kept as they run, with a warning; the new rules are compiled with the discovery's watch
-//   patterns when it runs, and each stream's discovery takes the new rules' explain window; framing.max_line_bytes and rules.context_idle_flush_ms apply to streams
-//   and sources started from now on; log.level, reload.* and the admin token apply at once.
+//   patterns when it runs, and each stream's discovery takes the new rules' explain window;
+//   framing.max_line_bytes and rules.context_idle_flush_ms apply to streams and sources started
+//   from now on; log.level, reload.* and the admin token apply at once.
 // - Alerts: the lifecycle and the outbox go on; the rules and the versions files beside them are
 //   rebound, alerts.group_wait_ms and alerts.source_versions apply at once. Receivers, the
 //   lifecycle's timings and turning alerts on or off need a restart (kept, with a warning).
@@ -124,12 +125,14 @@ std::vector<std::string> Agent::ApplyReload(LoadedConfig next, std::string* summ
   rules_loaded_at_ = std::chrono::system_clock::now();
 
   if (wanted.alerts.enabled != config_.alerts.enabled ||
-      wanted.alerts.receivers != config_.alerts.receivers || wanted.alerts.host != config_.alerts.host ||
+      wanted.alerts.receivers != config_.alerts.receivers ||
+      wanted.alerts.host != config_.alerts.host ||
       wanted.alerts.quiet_for_ms != config_.alerts.quiet_for_ms ||
       wanted.alerts.repeat_interval_ms != config_.alerts.repeat_interval_ms ||
       wanted.alerts.min_severity != config_.alerts.min_severity) {
     warnings.push_back(
-        "alerts: receivers, host, quiet_for_ms, repeat_interval_ms, min_severity and turning alerts "
+        "alerts: receivers, host, quiet_for_ms, repeat_interval_ms, min_severity and turning "
+        "alerts "
         "on or off change only at a restart");
     wanted.alerts.enabled = config_.alerts.enabled;
     wanted.alerts.receivers = config_.alerts.receivers;
