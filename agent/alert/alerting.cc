@@ -1,11 +1,11 @@
 #include "agent/alert/alerting.h"
 
 #include <spdlog/spdlog.h>
-#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <nlohmann/json.hpp>
 
 #include "agent/alert/line_timestamp.h"
 #include "agent/alert/redact.h"
@@ -83,7 +83,8 @@ Result<std::unique_ptr<Alerting>> Alerting::Create(asio::io_context& io, const C
   Result<std::vector<Receiver>> receivers = Receiver::Build(config.alerts, config.file);
   if (!receivers.ok()) errors = receivers.errors();
   Result<std::vector<VersionPattern>> versions = LoadVersionPatterns(config.rule_paths);
-  if (!versions.ok()) errors.insert(errors.end(), versions.errors().begin(), versions.errors().end());
+  if (!versions.ok())
+    errors.insert(errors.end(), versions.errors().begin(), versions.errors().end());
   if (!errors.empty()) return errors;
   Result<std::unique_ptr<VersionWatcher>> watcher = VersionWatcher::Build(versions.value(), rules);
   if (!watcher.ok()) return watcher.errors();
@@ -141,9 +142,10 @@ Alerting::Alerting(asio::io_context& io, const Config& config, const std::vector
                        .Register(registry);
   occurrences_total_ = &prometheus::BuildCounter()
                             .Name("faultline_signature_occurrences_total")
-                            .Help("Occurrences at or above alerts.min_severity, by the "
-                                  "signature's state and, when a fix covered it, why it was not "
-                                  "a regression")
+                            .Help(
+                                "Occurrences at or above alerts.min_severity, by the "
+                                "signature's state and, when a fix covered it, why it was not "
+                                "a regression")
                             .Register(registry);
   for (const Receiver& r : receivers_) {
     queue_depth_->Add({{"receiver", r.target()}}).Set(0);
@@ -335,7 +337,8 @@ void Alerting::CountOccurrence(const FindingEvent& event, FixJudgement judgement
       .Increment();
 }
 
-AlertItem Alerting::MakeItem(const LifecycleEvent& e, const FindingEvent* event, int64_t now) const {
+AlertItem Alerting::MakeItem(const LifecycleEvent& e, const FindingEvent* event,
+                             int64_t now) const {
   AlertItem item;
   item.event_id = NewId("evt");
   item.kind = e.kind;
@@ -388,8 +391,9 @@ AlertItem Alerting::MakeItem(const LifecycleEvent& e, const FindingEvent* event,
   item.detail = RedactSecrets(e.detail);
   if (e.fix) {
     item.fixed_in_version =
-        !e.fix->fixed_in.empty() ? e.fix->fixed_in
-                                 : (e.fix->after_version.empty() ? "" : "after " + e.fix->after_version);
+        !e.fix->fixed_in.empty()
+            ? e.fix->fixed_in
+            : (e.fix->after_version.empty() ? "" : "after " + e.fix->after_version);
     item.fixed_at_ms = e.fix->fixed_at_ms;
     item.fix_note = e.fix->note;
     item.fixed_by = e.fix->by;
@@ -593,10 +597,9 @@ void Alerting::OnDelivered(int64_t seq, DeliveryOutcome outcome) {
   const int64_t now = clock_();
   std::uniform_real_distribution<double> uniform(0.0, 1.0);
   const RetryDecision d = outbox_->OnResult(seq, outcome, now, uniform(random_));
-  const std::string kind =
-      notification.items.size() == 1 && notification.more == 0
-          ? std::string(AlertKindName(notification.items.front().kind))
-          : std::string("digest");
+  const std::string kind = notification.items.size() == 1 && notification.more == 0
+                               ? std::string(AlertKindName(notification.items.front().kind))
+                               : std::string("digest");
   static constexpr std::string_view kResults[] = {"delivered", "retried", "rate_limited",
                                                   "dead_lettered", "receiver_disabled"};
   notifications_total_
@@ -638,9 +641,10 @@ void Alerting::OnDelivered(int64_t seq, DeliveryOutcome outcome) {
 }
 
 void Alerting::ReportDisabled(const std::string& target, const std::string& reason) {
-  spdlog::error("receiver {} disabled: {} (fix its URL in the config; a restart or reload "
-                "enables it again)",
-                target, reason);
+  spdlog::error(
+      "receiver {} disabled: {} (fix its URL in the config; a restart or reload "
+      "enables it again)",
+      target, reason);
   receiver_disabled_->Add({{"receiver", target}}).Set(1);
   AlertItem item;
   item.event_id = NewId("evt");
@@ -682,7 +686,8 @@ void Alerting::UpdateGauges() {
       coalesced.Increment(static_cast<double>(status.coalesced) - coalesced.Value());
     }
     if (status.last_success_ms != 0) {
-      last_success_->Add({{"receiver", name}}).Set(static_cast<double>(status.last_success_ms) / 1000);
+      last_success_->Add({{"receiver", name}})
+          .Set(static_cast<double>(status.last_success_ms) / 1000);
     }
   }
 }
@@ -690,8 +695,9 @@ void Alerting::UpdateGauges() {
 Result<FixRecord> Alerting::Fix(const FixRequest& request) {
   bool known = rules_.contains(request.selector) || tracker_.Find(request.selector) != nullptr;
   if (!known) {
-    return Error{"", 0, "", "signature",
-                 "'" + request.selector + "' is neither a signature seen by this agent nor a rule id"};
+    return Error{
+        "", 0, "", "signature",
+        "'" + request.selector + "' is neither a signature seen by this agent nor a rule id"};
   }
   if (!request.version.empty() && !IsVersion(request.version)) {
     return Error{"", 0, "", "version",
@@ -720,8 +726,8 @@ std::size_t Alerting::Unfix(const std::string& selector) {
 bool Alerting::Mute(const std::string& selector, int64_t duration_ms, const std::string& reason,
                     const std::string& by) {
   const int64_t now = clock_();
-  const bool any =
-      tracker_.Mute(selector, now + std::clamp<int64_t>(duration_ms, 1, kMaxMuteMs), reason, by, now);
+  const bool any = tracker_.Mute(selector, now + std::clamp<int64_t>(duration_ms, 1, kMaxMuteMs),
+                                 reason, by, now);
   if (any && request_checkpoint_) request_checkpoint_();
   return any;
 }
@@ -744,11 +750,12 @@ Result<std::vector<std::string>> Alerting::Test(const std::string& receiver,
   if (targets.empty()) {
     std::string names;
     for (const Receiver& r : receivers_) {
-      if (names.find(r.name()) == std::string::npos) names += (names.empty() ? "" : ", ") + r.name();
+      if (names.find(r.name()) == std::string::npos)
+        names += (names.empty() ? "" : ", ") + r.name();
     }
     return Error{"", 0, "", "receiver",
-                 "no receiver named '" + receiver + "' (configured: " +
-                     (names.empty() ? std::string("none") : names) + ")"};
+                 "no receiver named '" + receiver +
+                     "' (configured: " + (names.empty() ? std::string("none") : names) + ")"};
   }
   const int64_t now = clock_();
   AlertItem item;
@@ -818,7 +825,8 @@ std::string Alerting::SignaturesJson() const {
                   {"occurrences", r.mute->occurrences}};
     }
     json notified = json::object();
-    for (const auto& [receiver, at] : r.notified_by_receiver) notified[receiver] = FormatTimestampMs(at);
+    for (const auto& [receiver, at] : r.notified_by_receiver)
+      notified[receiver] = FormatTimestampMs(at);
     list.push_back({{"signature", signature},
                     {"rule_id", r.rule_id},
                     {"labels", labels},
@@ -827,15 +835,17 @@ std::string Alerting::SignaturesJson() const {
                     {"first_seen", FormatTimestampMs(r.first_seen_ms)},
                     {"last_seen", FormatTimestampMs(r.last_seen_ms)},
                     {"versions_seen", r.versions_seen},
-                    {"pre_fix", {{"version", r.pre_fix_version},
-                                 {"time", r.pre_fix_time},
-                                 {"version_unknown", r.version_unknown}}},
+                    {"pre_fix",
+                     {{"version", r.pre_fix_version},
+                      {"time", r.pre_fix_time},
+                      {"version_unknown", r.version_unknown}}},
                     {"fixes", fixes},
                     {"mute", mute},
-                    {"last_hit", {{"source", r.last_source},
-                                  {"file", RedactSecrets(r.last_file)},
-                                  {"line", r.last_line},
-                                  {"text", RedactSecrets(r.last_hit)}}},
+                    {"last_hit",
+                     {{"source", r.last_source},
+                      {"file", RedactSecrets(r.last_file)},
+                      {"line", r.last_line},
+                      {"text", RedactSecrets(r.last_hit)}}},
                     {"notified", notified}});
   }
   json fixes = json::array();

@@ -55,10 +55,10 @@
 #include <vector>
 
 #include "agent/alert/http_delivery.h"
-#include "agent/alert/version_watcher.h"
 #include "agent/alert/outbox.h"
 #include "agent/alert/receiver.h"
 #include "agent/alert/signature_tracker.h"
+#include "agent/alert/version_watcher.h"
 #include "agent/config/config.h"
 #include "agent/core/asio.h"
 #include "agent/core/result.h"
@@ -76,8 +76,8 @@ class Alerting {
   // `rules` and `registry` must outlive the object.
   static Result<std::unique_ptr<Alerting>> Create(asio::io_context& io, const Config& config,
                                                   const std::vector<Rule>& rules,
-                                                  prometheus::Registry& registry,
-                                                  bool store_backed, Clock clock = SystemNowMs);
+                                                  prometheus::Registry& registry, bool store_backed,
+                                                  Clock clock = SystemNowMs);
   ~Alerting();
   Alerting(const Alerting&) = delete;
   Alerting& operator=(const Alerting&) = delete;
@@ -159,7 +159,9 @@ class Alerting {
   // Something waits for a checkpoint before it can be sent (to ask the store for one soon).
   bool WaitsForCheckpoint() const { return waiting_for_store_; }
   // Called when the outbox has entries that are not durable yet.
-  void SetCheckpointRequest(std::function<void()> request) { request_checkpoint_ = std::move(request); }
+  void SetCheckpointRequest(std::function<void()> request) {
+    request_checkpoint_ = std::move(request);
+  }
 
  private:
   Alerting(asio::io_context& io, const Config& config, const std::vector<Rule>& rules,
@@ -219,8 +221,8 @@ class Alerting {
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 
   std::map<uint64_t, StreamInfo> streams_;
-  std::map<std::string, Group> groups_;  // by target + '\n' + run
-  std::map<std::string, TestDone> tests_;  // by notification id
+  std::map<std::string, Group> groups_;          // by target + '\n' + run
+  std::map<std::string, TestDone> tests_;        // by notification id
   std::map<int64_t, std::string> test_entries_;  // outbox seq -> notification id
   asio::steady_timer group_timer_;
   asio::steady_timer dispatch_timer_;

@@ -33,7 +33,8 @@ std::filesystem::path StateDir(const Config& config) {
 Result<AdminToken> ReadAdminToken(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return TokenError(path, std::string("cannot open the admin token file: ") + std::strerror(errno));
+    return TokenError(path,
+                      std::string("cannot open the admin token file: ") + std::strerror(errno));
   }
   std::string line;
   std::getline(in, line);
@@ -42,9 +43,9 @@ Result<AdminToken> ReadAdminToken(const std::string& path) {
   AdminToken token;
   if (begin != std::string::npos) token.token = line.substr(begin, end - begin + 1);
   if (token.token.size() < kMinAdminTokenBytes) {
-    return TokenError(path, "the admin token must be at least " +
-                                std::to_string(kMinAdminTokenBytes) +
-                                " characters on the file's first line (e.g. `openssl rand -hex 32 > FILE`)");
+    return TokenError(
+        path, "the admin token must be at least " + std::to_string(kMinAdminTokenBytes) +
+                  " characters on the file's first line (e.g. `openssl rand -hex 32 > FILE`)");
   }
   struct stat st {};
   if (stat(path.c_str(), &st) == 0 && (st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {

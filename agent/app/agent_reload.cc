@@ -135,12 +135,14 @@ std::vector<std::string> Agent::ApplyReload(LoadedConfig next, std::string* summ
   rules_loaded_at_ = std::chrono::system_clock::now();
 
   if (wanted.alerts.enabled != config_.alerts.enabled ||
-      wanted.alerts.receivers != config_.alerts.receivers || wanted.alerts.host != config_.alerts.host ||
+      wanted.alerts.receivers != config_.alerts.receivers ||
+      wanted.alerts.host != config_.alerts.host ||
       wanted.alerts.quiet_for_ms != config_.alerts.quiet_for_ms ||
       wanted.alerts.repeat_interval_ms != config_.alerts.repeat_interval_ms ||
       wanted.alerts.min_severity != config_.alerts.min_severity) {
     warnings.push_back(
-        "alerts: receivers, host, quiet_for_ms, repeat_interval_ms, min_severity and turning alerts "
+        "alerts: receivers, host, quiet_for_ms, repeat_interval_ms, min_severity and turning "
+        "alerts "
         "on or off change only at a restart");
     wanted.alerts.enabled = config_.alerts.enabled;
     wanted.alerts.receivers = config_.alerts.receivers;
