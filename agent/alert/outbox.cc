@@ -311,6 +311,9 @@ void Outbox::Restore(std::vector<OutboxEntry> entries) {
     if (!config_.contains(e.target)) continue;  // its receiver is gone from the config
     e.durable = true;
     e.in_flight = false;
+    // A restart tries at once instead of waiting out a backoff the dead process chose: it is
+    // often what brought the receiver back. The attempts keep counting towards the backoff.
+    e.next_attempt_ms = 0;
     if (e.state == OutboxEntry::State::kQueued) {
       queues_[e.target].push_back(e.seq);
       ++status_[e.target].queued;

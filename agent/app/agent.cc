@@ -257,20 +257,25 @@ Agent::Agent(Config config, std::shared_ptr<const RuleSet> rules, AgentOptions o
 
 Agent::~Agent() = default;
 
-bool Agent::StartAlerting(std::string* error) {
+bool Agent::CreateAlerting(std::string* error) {
   if (!config_.alerts.enabled) return true;
   Result<std::unique_ptr<Alerting>> alerting = Alerting::Create(
-      io_, config_, rules_->rules(), metrics_.registry(), /*store_backed=*/false);
+      io_, config_, rules_->rules(), metrics_.registry(), /*store_backed=*/options_.keep_state);
   if (!alerting.ok()) {
     *error = FormatErrors(alerting.errors());
     return false;
   }
   alerting_ = std::move(alerting).value();
+  return true;
+}
+
+void Agent::StartAlerting() {
+  if (alerting_ == nullptr) return;
   alert_sink_ = std::make_unique<AlertSink>(*alerting_);
   events_.Add(alert_sink_.get());
   if (options_.serve_http) AddAlertRoutes(http_, *alerting_, admin_token_);
+  alerting_->SetCheckpointRequest([this] { RequestCheckpoint(); });
   alerting_->Start();
-  return true;
 }
 
 bool Agent::OpenState(std::string* error) {
@@ -287,6 +292,10 @@ bool Agent::OpenState(std::string* error) {
   // and loaded before a line is read, and every checkpoint writes them in one transaction.
   // Streams first: their snapshot brings the lost-bytes counters up to date for the counters'.
   std::vector<StateParticipant*> participants = {stream_states_.get(), counter_states_.get()};
+  if (alerting_ != nullptr) {
+    alert_states_ = std::make_unique<AlertStates>(*alerting_);
+    participants.push_back(alert_states_.get());
+  }
   Result<std::unique_ptr<StateStore>> store = StateStore::Open(config_.state.dir, participants);
   if (!store.ok()) {
     *error = FormatErrors(store.errors());
@@ -309,6 +318,10 @@ bool Agent::OpenState(std::string* error) {
   if (store_->loaded()) {
     spdlog::info("state: {}: continuing {} counters and {} file positions", store_->path(),
                  counter_states_->saved().size(), stream_states_->saved_count());
+    if (alert_states_ != nullptr) {
+      spdlog::info("state: {} known signatures, {} notifications still to deliver",
+                   alert_states_->loaded_signatures(), alert_states_->loaded_queued());
+    }
   } else {
     spdlog::info("state: {}: no saved state, starting fresh", store_->path());
   }
@@ -345,12 +358,23 @@ bool Agent::Checkpoint() {
     return true;
   }
   metrics_.CountCheckpoint(false, seconds);
+  // Notifications waiting for this checkpoint go out without it (at-least-once, alert_states.h).
+  if (alerting_ != nullptr) alerting_->OnCheckpointFailed();
   const std::string why = "cannot write a checkpoint to " + store_->path() + ": " +
                           (status.message().empty() ? status.ToString() : status.message());
   // Logged when the reason changes, not every interval: a full disk stays full for a while.
   if (why != checkpoint_error_) spdlog::warn("state: {}; counting goes on, retrying", why);
   checkpoint_error_ = why;
   return false;
+}
+
+void Agent::RequestCheckpoint() {
+  if (store_ == nullptr || checkpoint_posted_ || stopping_) return;
+  checkpoint_posted_ = true;
+  asio::post(io_, [this] {
+    checkpoint_posted_ = false;
+    if (!stopping_) Checkpoint();
+  });
 }
 
 void Agent::UpdateBytesLost() {
@@ -423,8 +447,9 @@ bool Agent::Start(std::string* error) {
   }
   // The state next: a second agent on the same state.dir must fail here, before it binds a port
   // or reads a line.
+  if (!CreateAlerting(error)) return false;
   if (options_.keep_state && !OpenState(error)) return false;
-  if (!StartAlerting(error)) return false;
+  StartAlerting();
   if (options_.serve_http) {
     AddRoutes();
     if (!http_.Listen(config_.http_address, config_.http_port, error)) return false;
@@ -616,9 +641,11 @@ void Agent::Stop() {
   stopping_ = true;
   sources_.Stop();
   for (auto& source : extra_running_) source->Stop();
-  // What the other streams settled as they ended (a last partial line of a socket) is counted.
-  if (store_ != nullptr && sources_started_) Checkpoint();
+  // Delivery stops first, so the last checkpoint holds every result that came back (a delivered
+  // notification is not sent again after the restart), and what the other streams settled as
+  // they ended (a last partial line of a socket) is counted.
   if (alerting_ != nullptr) alerting_->Stop();
+  if (store_ != nullptr && sources_started_) Checkpoint();
   http_.Stop();
 }
 

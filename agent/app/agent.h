@@ -10,10 +10,12 @@
 // a template has discover.alert_after lines) is where the alert stage attaches.
 //
 // State (state.dir, agent/state/state_store.h): Start opens the store before anything is read,
-// restores the counters and hands the saved file positions to the file sources; a checkpoint is
+// restores the counters and the alert side (lifecycle, group_wait, outbox: alert_states.h) and
+// hands the saved file positions to the file sources; a checkpoint is
 // written at most every state.checkpoint_interval_ms (when something changed), and at Stop, where
 // file streams are saved as they stand (a partial line or a hit waiting for context is read again
-// after the restart, not settled now). A second agent on the same state.dir, or a state file from
+// after the restart, not settled now), and as soon as the alert side has a notification to make
+// durable (it is sent once the checkpoint holding it commits). A second agent on the same state.dir, or a state file from
 // a newer faultline, fails Start; a store that cannot be written never stops ingestion:
 // faultline_checkpoint_errors_total rises, /readyz says why, and the next checkpoint tries again.
 // A file source that a reload restarts hands its streams over as they stand (file_streams.h), so
@@ -40,6 +42,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "agent/alert/alert_states.h"
 #include "agent/alert/alerting.h"
 #include "agent/app/file_streams.h"
 #include "agent/app/sources.h"
@@ -98,12 +101,14 @@ class Agent : private FileStreamHost {
   class MatchedStream;
   class AlertSink;
 
-  // Opens the state store and restores the counters; false (with *error) when the agent must not
-  // start.
+  // Opens the state store and restores the counters (and the alert lifecycle and outbox, when
+  // alerting exists by then); false (with *error) when the agent must not start.
   bool OpenState(std::string* error);
   void ArmCheckpointTimer();
   // Writes a checkpoint now; false when it could not be written.
   bool Checkpoint();
+  // A checkpoint soon, on the loop (once however often asked): notifications wait for one.
+  void RequestCheckpoint();
   void UpdateBytesLost();
 
   // FileStreamHost
@@ -122,8 +127,11 @@ class Agent : private FileStreamHost {
   // Brings the unrecognised-error metrics up to date (at scrape time).
   void CountUnrecognised();
   void WaitForSignal();
-  // Builds the alert side when the config has `alerts:` (load-time errors in *error).
-  bool StartAlerting(std::string* error);
+  // Builds the alert side when the config has `alerts:` (load-time errors in *error), before the
+  // state opens so that its participant loads the lifecycle and outbox; StartAlerting then
+  // connects it (findings, routes, checkpoint requests) and starts delivery.
+  bool CreateAlerting(std::string* error);
+  void StartAlerting();
   // Why the agent is not ready to do its job; empty when it is (/readyz).
   std::string NotReadyReason() const;
   // What the status page and /api/v1/status show now (agent_status.cc).
@@ -169,6 +177,7 @@ class Agent : private FileStreamHost {
   std::unique_ptr<AlertSink> alert_sink_;
   // The state store and its participants (a participant must outlive the store); null when
   // options_.keep_state is false.
+  std::unique_ptr<AlertStates> alert_states_;  // null without alerting
   std::unique_ptr<CounterStates> counter_states_;
   std::unique_ptr<StreamStates> stream_states_;
   std::unique_ptr<StateStore> store_;
@@ -177,6 +186,7 @@ class Agent : private FileStreamHost {
   asio::steady_timer checkpoint_timer_;
   std::string checkpoint_error_;  // why the last checkpoint failed; empty when it did not
   bool stopping_ = false;         // the agent is stopping: no more checkpoints on the timer
+  bool checkpoint_posted_ = false;  // RequestCheckpoint's checkpoint is on its way
   // Every stream's pipeline, for a reload to rebind (declared before the sources that own them).
   std::unordered_set<MatchedStream*> live_streams_;
   SourceSet sources_;  // the config's sources, by id

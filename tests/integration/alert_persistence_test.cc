@@ -1,0 +1,337 @@
+// The alert lifecycle and the outbox across restarts (alerting.md section 7, behaviours 7, 8
+// and 19; issue 9): the real binary, its state store on disk, SIGTERM and kill -9, and real HTTP
+// receivers on loopback that the tests start, stop and script (tests/support/http_receiver.h).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "tests/integration/process.h"
+#include "tests/support/http_receiver.h"
+
+namespace faultline {
+namespace {
+
+using nlohmann::json;
+using testing::Daemon;
+using testing::Eventually;
+using ::testing::HasSubstr;
+using testing::HttpGet;
+using testing::ScriptedResponse;
+using testing::TestReceiver;
+
+constexpr char kRules[] = R"(id: t.cuda_oom
+title: CUDA out of memory
+severity: error
+category: memory
+match: ['CUDA out of memory']
+root_cause: the batch does not fit
+fix: lower the batch size
+---
+id: t.nccl
+title: NCCL watchdog timeout
+severity: critical
+category: distributed
+match: ['Watchdog caught collective operation timeout']
+root_cause: r
+fix: f
+---
+id: t.segv
+title: Segmentation fault
+severity: error
+category: runtime
+match: ['Segmentation fault \(core dumped\)']
+root_cause: r
+fix: f
+---
+id: t.aio
+title: async_io cannot be pre-compiled
+severity: error
+version_of: deepspeed
+category: build
+match: ['Unable to pre-compile async_io']
+root_cause: r
+fix: f
+)";
+
+constexpr char kVersions[] = R"(- id: t.pip_collecting
+  match: 'Collecting (?P<package>[A-Za-z0-9._\-]+)==(?P<version>[0-9][^\s;,)]*)'
+)";
+
+double Sample(const std::string& metrics, const std::string& series) {
+  std::istringstream in(metrics);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+  }
+  return -1;
+}
+
+class AlertPersistenceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::TempDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_ + "/rules");
+    std::filesystem::create_directories(dir_ + "/logs");
+    std::ofstream(dir_ + "/rules/t.yaml") << kRules;
+    std::ofstream(dir_ + "/rules/t.versions.yaml") << kVersions;
+    port_ = testing::FreePort();
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // One webhook receiver `hook` at `url`; checkpoints every 100 ms.
+  std::string WriteConfig(const std::string& url) {
+    const std::string path = dir_ + "/faultline.yaml";
+    std::ofstream(path) << "rules:\n  paths: [rules]\n  context_idle_flush_ms: 200\n"
+                        << "http:\n  listen: 127.0.0.1:" << port_ << "\n"
+                        << "state:\n  checkpoint_interval_ms: 100\n"
+                        << "sources:\n  - id: ci\n    type: file\n    paths: ['logs/*.log']\n"
+                        << "    start_at: beginning\n    poll_interval_ms: 50\n"
+                        << "alerts:\n  group_wait_ms: 0\n  host: test-host\n  receivers:\n"
+                        << "    - {name: hook, type: webhook, url: '" << url << "'}\n";
+    return path;
+  }
+  void Append(const std::string& file, const std::string& text) {
+    std::ofstream(dir_ + "/logs/" + file, std::ios::app) << text;
+  }
+  // The file replaced by a new one with the same lines (another inode): read again from 0.
+  void Rewrite(const std::string& file) {
+    const std::string path = dir_ + "/logs/" + file;
+    std::filesystem::copy_file(path, path + ".new");
+    std::filesystem::rename(path + ".new", path);
+  }
+  std::string Metrics() {
+    std::string body;
+    return HttpGet(port_, "/metrics", &body) == 200 ? body : "";
+  }
+  double Matches(const std::string& signature, const std::string& severity = "error") {
+    return Sample(Metrics(), "faultline_signature_matches_total{severity=\"" + severity +
+                                 "\",signature=\"" + signature + "\"}");
+  }
+  double QueueDepth() {
+    return Sample(Metrics(), "faultline_notification_queue_depth{receiver=\"hook\"}");
+  }
+  bool Ready() {
+    std::string body;
+    return HttpGet(port_, "/readyz", &body) == 200;
+  }
+  // Every alert in the requests `r` received from index `from` on (a webhook body is one alert,
+  // or a group with `alerts`).
+  static std::vector<json> Alerts(const TestReceiver& r, std::size_t from = 0) {
+    std::vector<json> out;
+    const auto requests = r.requests();
+    for (std::size_t i = from; i < requests.size(); ++i) {
+      const json body = json::parse(requests[i].body);
+      if (body.contains("alerts")) {
+        for (const json& a : body["alerts"]) out.push_back(a);
+      } else {
+        out.push_back(body);
+      }
+    }
+    return out;
+  }
+  static std::vector<std::string> Ids(const TestReceiver& r, std::size_t from = 0) {
+    std::vector<std::string> ids;
+    const auto requests = r.requests();
+    for (std::size_t i = from; i < requests.size(); ++i)
+      ids.push_back(requests[i].header("webhook-id"));
+    return ids;
+  }
+  // Waits until the agent has read `signature` `n` times, then a moment more for what it would
+  // send about it.
+  void SettleAt(const std::string& signature, double n, Daemon& agent,
+                const std::string& severity = "error") {
+    ASSERT_TRUE(Eventually([&] { return Matches(signature, severity) == n; }))
+        << signature << ": " << Matches(signature, severity) << agent.Stderr();
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  }
+
+  std::string dir_;
+  uint16_t port_ = 0;
+};
+
+// Behaviour 7: known signatures survive SIGTERM and kill -9, and reading the same file again from
+// offset 0 announces nothing; counters continue.
+TEST_F(AlertPersistenceTest, NewIsAnnouncedOnceAcrossSigtermKillNineAndAReReadFromZero) {
+  TestReceiver hook;
+  const std::string config = WriteConfig(hook.url());
+  {
+    Daemon agent({"run", "-c", config});
+    Append("train.log", "RuntimeError: CUDA out of memory.\n");
+    ASSERT_TRUE(hook.WaitFor(1)) << agent.Stderr();
+    SettleAt("t.cuda_oom", 1, agent);
+    EXPECT_EQ(0, agent.Stop(SIGTERM));
+  }
+  Rewrite("train.log");
+  {
+    Daemon agent({"run", "-c", config});
+    SettleAt("t.cuda_oom", 2, agent);
+    EXPECT_EQ(1u, hook.count()) << "no second new after SIGTERM and a re-read from 0";
+    Append("train.log", "Watchdog caught collective operation timeout\n");
+    ASSERT_TRUE(hook.WaitFor(2)) << agent.Stderr();
+    SettleAt("t.nccl", 1, agent, "critical");
+    agent.Stop(SIGKILL);
+  }
+  Rewrite("train.log");
+  {
+    Daemon agent({"run", "-c", config});
+    SettleAt("t.cuda_oom", 3, agent);
+    SettleAt("t.nccl", 2, agent, "critical");
+    const std::vector<json> alerts = Alerts(hook);
+    ASSERT_EQ(2u, alerts.size()) << "no second new after kill -9 and a re-read from 0";
+    EXPECT_EQ("new", alerts[0]["kind"]);
+    EXPECT_EQ("t.cuda_oom", alerts[0]["signature"]);
+    EXPECT_EQ("new", alerts[1]["kind"]);
+    EXPECT_EQ("t.nccl", alerts[1]["signature"]);
+    EXPECT_EQ(0, agent.Stop(SIGTERM));
+  }
+}
+
+// Behaviours 3 and 7: a fix recorded before a kill -9 still decides after it, and the regression
+// it raised is not raised again after another one.
+TEST_F(AlertPersistenceTest, AFixSurvivesKillNineAndItsOneRegressionStaysRaised) {
+  TestReceiver hook;
+  const std::string config = WriteConfig(hook.url());
+  const std::string failure = "Unable to pre-compile async_io\n";
+  {
+    Daemon agent({"run", "-c", config});
+    ASSERT_TRUE(Eventually([&] { return Ready(); })) << agent.Stderr();
+    const testing::Completed fixed =
+        testing::RunFaultline({"fix", "t.aio", "--version", "0.15.0", "--note", "skip aio", "--by",
+                               "alice", "-c", config});
+    ASSERT_EQ(0, fixed.exit_code) << fixed.err;
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));  // a few checkpoints
+    agent.Stop(SIGKILL);
+  }
+  {
+    Daemon agent({"run", "-c", config});
+    Append("old.log", "Collecting deepspeed==0.14.2\n" + failure);
+    SettleAt("t.aio", 1, agent);
+    EXPECT_EQ(0u, hook.count()) << "0.14.2 is older than the fix: no regression";
+    Append("new.log", "Collecting deepspeed==0.15.1\n" + failure);
+    ASSERT_TRUE(hook.WaitFor(1)) << agent.Stderr();
+    SettleAt("t.aio", 2, agent);
+    agent.Stop(SIGKILL);
+  }
+  {
+    Daemon agent({"run", "-c", config});
+    Append("newer.log", "Collecting deepspeed==0.15.2\n" + failure);
+    SettleAt("t.aio", 3, agent);
+    const testing::Completed listed = testing::RunFaultline({"signatures", "-c", config});
+    EXPECT_EQ(0, listed.exit_code) << listed.err;
+    EXPECT_THAT(listed.out, HasSubstr("regressed"));
+    EXPECT_EQ(0, agent.Stop(SIGTERM));
+  }
+  const std::vector<json> alerts = Alerts(hook);
+  ASSERT_EQ(1u, alerts.size()) << "one regression per fix, across kill -9";
+  EXPECT_EQ("regression", alerts[0]["kind"]);
+  EXPECT_EQ("0.15.1", alerts[0]["versions"]["seen_in"]);
+  EXPECT_EQ("0.15.0", alerts[0]["versions"]["fixed_in"]);
+  EXPECT_EQ("skip aio", alerts[0]["versions"]["note"]);
+}
+
+// Behaviours 8 and 20: three notifications for a receiver that refuses connections survive
+// kill -9 (the queue depth says so before and after) and go out once each, in order, when it
+// comes up; the next restart sends nothing again.
+TEST_F(AlertPersistenceTest, NotificationsQueuedForAReceiverThatIsDownSurviveKillNine) {
+  const uint16_t hook_port = testing::FreePort();
+  const std::string config = WriteConfig("http://127.0.0.1:" + std::to_string(hook_port) + "/hook");
+  {
+    Daemon agent({"run", "-c", config});
+    Append("a.log", "RuntimeError: CUDA out of memory.\n");
+    ASSERT_TRUE(Eventually([&] { return QueueDepth() == 1; })) << Metrics() << agent.Stderr();
+    Append("a.log", "Watchdog caught collective operation timeout\n");
+    ASSERT_TRUE(Eventually([&] { return QueueDepth() == 2; })) << agent.Stderr();
+    Append("a.log", "Segmentation fault (core dumped)\n");
+    ASSERT_TRUE(Eventually([&] { return QueueDepth() == 3; })) << agent.Stderr();
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a few checkpoints
+    agent.Stop(SIGKILL);
+  }
+  {
+    Daemon agent({"run", "-c", config});
+    ASSERT_TRUE(Eventually([&] { return QueueDepth() == 3; })) << Metrics() << agent.Stderr();
+    TestReceiver hook(hook_port);
+    ASSERT_TRUE(hook.WaitFor(3)) << agent.Stderr();
+    ASSERT_TRUE(Eventually([&] { return QueueDepth() == 0; }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    const std::vector<json> alerts = Alerts(hook);
+    ASSERT_EQ(3u, alerts.size()) << "each once";
+    EXPECT_EQ("t.cuda_oom", alerts[0]["signature"]);
+    EXPECT_EQ("t.nccl", alerts[1]["signature"]);
+    EXPECT_EQ("t.segv", alerts[2]["signature"]);
+    for (const json& a : alerts) EXPECT_EQ("new", a["kind"]);
+    const std::vector<std::string> ids = Ids(hook);
+    EXPECT_EQ(3u, std::set<std::string>(ids.begin(), ids.end()).size());
+    agent.Stop(SIGKILL);
+    Daemon again({"run", "-c", config});
+    ASSERT_TRUE(Eventually([&] { return Ready(); })) << again.Stderr();
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    EXPECT_EQ(3u, hook.count()) << "delivered is not sent again";
+  }
+}
+
+// Behaviour 8 with a receiver that answers 503: what it refused survives kill -9 and goes out
+// once it answers 200, as the same message (the same webhook-id it was first tried with).
+TEST_F(AlertPersistenceTest, ANotificationRefusedWith503SurvivesKillNineWithItsWebhookId) {
+  TestReceiver hook;
+  hook.SetDefault(ScriptedResponse{503, "unavailable"});
+  const std::string config = WriteConfig(hook.url());
+  std::string first_id;
+  {
+    Daemon agent({"run", "-c", config});
+    Append("a.log", "RuntimeError: CUDA out of memory.\n");
+    ASSERT_TRUE(hook.WaitFor(1)) << agent.Stderr();
+    first_id = hook.requests()[0].header("webhook-id");
+    agent.Stop(SIGKILL);
+  }
+  const std::size_t refused = hook.count();
+  hook.SetDefault(ScriptedResponse{200, "ok"});
+  {
+    Daemon agent({"run", "-c", config});
+    ASSERT_TRUE(hook.WaitFor(refused + 1)) << agent.Stderr();
+    ASSERT_TRUE(Eventually([&] { return QueueDepth() == 0; }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    EXPECT_EQ(refused + 1, hook.count()) << "delivered once";
+    EXPECT_EQ(first_id, hook.requests().back().header("webhook-id"));
+    const std::vector<json> alerts = Alerts(hook, refused);
+    ASSERT_EQ(1u, alerts.size());
+    EXPECT_EQ("new", alerts[0]["kind"]);
+    EXPECT_EQ("t.cuda_oom", alerts[0]["signature"]);
+    EXPECT_EQ(0, agent.Stop(SIGTERM));
+  }
+}
+
+// The contract after kill -9 between a delivery and the checkpoint that records it: the
+// notification is sent again, with the same webhook-id, so a receiver that deduplicates by it
+// sees it once (at-least-once; alert_states.h).
+TEST_F(AlertPersistenceTest, AKillNineDuringADeliverySendsItAgainWithTheSameWebhookId) {
+  TestReceiver hook;
+  hook.SetDefault(ScriptedResponse::Hang());
+  const std::string config = WriteConfig(hook.url());
+  {
+    Daemon agent({"run", "-c", config});
+    Append("a.log", "RuntimeError: CUDA out of memory.\n");
+    ASSERT_TRUE(hook.WaitFor(1)) << agent.Stderr();
+    agent.Stop(SIGKILL);  // the receiver has the request; the agent never hears back
+  }
+  hook.SetDefault(ScriptedResponse{200, "ok"});
+  {
+    Daemon agent({"run", "-c", config});
+    ASSERT_TRUE(hook.WaitFor(2)) << agent.Stderr();
+    ASSERT_TRUE(Eventually([&] { return QueueDepth() == 0; }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    EXPECT_EQ(2u, hook.count());
+    const std::vector<std::string> ids = Ids(hook);
+    EXPECT_EQ(ids[0], ids[1]) << "the receiver can tell it is the same message";
+    EXPECT_EQ(0, agent.Stop(SIGTERM));
+  }
+}
+
+}  // namespace
+}  // namespace faultline
