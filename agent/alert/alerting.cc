@@ -353,6 +353,13 @@ AlertItem Alerting::MakeItem(const LifecycleEvent& e, const FindingEvent* event,
     item.fix = rule->fix;
     item.fix_command = rule->fix_command;
     item.package = rule->version_of;
+  } else if (item.rule_id.starts_with(kUnrecognisedPrefix)) {
+    const std::string template_id = item.rule_id.substr(kUnrecognisedPrefix.size());
+    item.title = "Unrecognised error (template " + template_id + ")";
+    item.root_cause = "no rule of the pack explains this error line, seen " +
+                      std::to_string(config_.discover_alert_after) + " times or more";
+    item.fix = "draft a rule for it from the log and add it to the pack";
+    item.fix_command = "faultline rules suggest --from LOG --template " + template_id;
   }
   if (event != nullptr) {
     item.severity = event->severity;

@@ -92,7 +92,11 @@ class Alerting {
   // Stops timers and delivery; what is queued stays in the outbox for the next start.
   void Stop();
 
-  // One finding of a stream (after metrics counted it).
+  // One finding of a stream (after metrics counted it), or the event of Discovery's alert hook
+  // (a template of unrecognised errors reached discover.alert_after lines): signature
+  // `unrecognised.<template id>`, no rule, through the same lifecycle (new once, quiet while it
+  // repeats), with a title and a fix command of its own.
+  static constexpr std::string_view kUnrecognisedPrefix = "unrecognised.";
   void OnFinding(const FindingEvent& event);
   // Every batch of a stream, before (`matched` false) and after it was matched.
   void OnBatch(uint64_t stream_id, const std::string& source_id, const LineBatch& batch,

@@ -275,6 +275,9 @@ void Agent::StartAlerting() {
   events_.Add(alert_sink_.get());
   if (options_.serve_http) AddAlertRoutes(http_, *alerting_, admin_token_);
   alerting_->SetCheckpointRequest([this] { RequestCheckpoint(); });
+  if (config_.discover_enabled) {
+    discovery_.SetAlertHook([this](const FindingEvent& event) { alerting_->OnFinding(event); });
+  }
   alerting_->Start();
 }
 

@@ -7,7 +7,7 @@
 // last two show). Each stream also has a StreamDiscovery (agent/discover/) when
 // discover.enabled: error lines no rule explains go to the agent's one Discovery. Its alert hook
 // (Discovery::SetAlertHook: an owned FindingEvent for signature `unrecognised.<template id>` once
-// a template has discover.alert_after lines) is where the alert stage attaches.
+// a template has discover.alert_after lines) goes to the alert side, when there is one.
 //
 // State (state.dir, agent/state/state_store.h): Start opens the store before anything is read,
 // restores the counters and the alert side (lifecycle, group_wait, outbox: alert_states.h) and

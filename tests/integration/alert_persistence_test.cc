@@ -93,6 +93,7 @@ class AlertPersistenceTest : public ::testing::Test {
                         << "state:\n  checkpoint_interval_ms: 100\n"
                         << "sources:\n  - id: ci\n    type: file\n    paths: ['logs/*.log']\n"
                         << "    start_at: beginning\n    poll_interval_ms: 50\n"
+                        << "discover:\n  alert_after: 3\n"
                         << "alerts:\n  group_wait_ms: 0\n  host: test-host\n  receivers:\n"
                         << "    - {name: hook, type: webhook, url: '" << url << "'}\n";
     return path;
@@ -150,6 +151,14 @@ class AlertPersistenceTest : public ::testing::Test {
     ASSERT_TRUE(Eventually([&] { return Matches(signature, severity) == n; }))
         << signature << ": " << Matches(signature, severity) << agent.Stderr();
     std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  }
+
+  // The lines of the most frequent unrecognised template (0: none yet).
+  uint64_t TemplateLines() {
+    std::string body;
+    if (HttpGet(port_, "/api/v1/unrecognised", &body) != 200) return 0;
+    const json templates = json::parse(body)["unrecognised"];
+    return templates.empty() ? 0 : templates[0]["count"].get<uint64_t>();
   }
 
   std::string dir_;
@@ -331,6 +340,48 @@ TEST_F(AlertPersistenceTest, AKillNineDuringADeliverySendsItAgainWithTheSameWebh
     EXPECT_EQ(ids[0], ids[1]) << "the receiver can tell it is the same message";
     EXPECT_EQ(0, agent.Stop(SIGTERM));
   }
+}
+
+// Issue 10's alert hook: an error no rule explains, seen discover.alert_after (3) times, is one
+// `new` for signature unrecognised.<template id>; its repeats, and a restart, raise nothing more.
+TEST_F(AlertPersistenceTest, AnUnrecognisedErrorSeenAlertAfterTimesIsNewOnceAcrossARestart) {
+  TestReceiver hook;
+  const std::string config = WriteConfig(hook.url());
+  const auto shard = [](int n) {
+    return "ShardCorruptError: shard /data/train-" + std::to_string(1000 + n) +
+           ".tar truncated at byte " + std::to_string(512 * n) + "\n";
+  };
+  {
+    Daemon agent({"run", "-c", config});
+    ASSERT_TRUE(Eventually([&] { return Ready(); })) << agent.Stderr();
+    Append("a.log", shard(1) + shard(2));
+    ASSERT_TRUE(Eventually([&] { return TemplateLines() == 2; })) << agent.Stderr();
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    EXPECT_EQ(0u, hook.count()) << "two are not alert_after";
+    Append("a.log", shard(3));
+    ASSERT_TRUE(hook.WaitFor(1)) << agent.Stderr();
+    Append("a.log", shard(4) + shard(5));
+    std::this_thread::sleep_for(std::chrono::milliseconds(800));
+    EXPECT_EQ(0, agent.Stop(SIGTERM));
+  }
+  {
+    Daemon agent({"run", "-c", config});
+    ASSERT_TRUE(Eventually([&] { return Ready(); })) << agent.Stderr();
+    Append("b.log", shard(6) + shard(7) + shard(8) + shard(9));
+    ASSERT_TRUE(Eventually([&] { return TemplateLines() >= 4; })) << agent.Stderr();
+    std::this_thread::sleep_for(std::chrono::milliseconds(800));
+    EXPECT_EQ(0, agent.Stop(SIGTERM));
+  }
+  const std::vector<json> alerts = Alerts(hook);
+  ASSERT_EQ(1u, alerts.size()) << "new once, quiet while it repeats and after a restart";
+  EXPECT_EQ("new", alerts[0]["kind"]);
+  const std::string signature = alerts[0]["signature"];
+  EXPECT_THAT(signature, ::testing::StartsWith("unrecognised."));
+  EXPECT_THAT(alerts[0]["title"].get<std::string>(), HasSubstr("Unrecognised error"));
+  EXPECT_THAT(alerts[0]["fix_command"].get<std::string>(),
+              HasSubstr("faultline rules suggest --from LOG --template " +
+                        signature.substr(std::string("unrecognised.").size())));
+  EXPECT_THAT(alerts[0]["hit"].get<std::string>(), HasSubstr("ShardCorruptError"));
 }
 
 }  // namespace
