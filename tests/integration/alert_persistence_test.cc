@@ -342,6 +342,39 @@ TEST_F(AlertPersistenceTest, AKillNineDuringADeliverySendsItAgainWithTheSameWebh
   }
 }
 
+// Behaviour 19: a reload (SIGHUP, a new rule) keeps what is queued for a receiver that is down,
+// and sends it once when the receiver comes up; what was delivered before is not sent again.
+TEST_F(AlertPersistenceTest, AReloadKeepsTheQueueAndSendsNothingTwice) {
+  const uint16_t hook_port = testing::FreePort();
+  const std::string config = WriteConfig("http://127.0.0.1:" + std::to_string(hook_port) + "/hook");
+  Daemon agent({"run", "-c", config});
+  Append("a.log", "RuntimeError: CUDA out of memory.\n");
+  ASSERT_TRUE(Eventually([&] { return QueueDepth() == 1; })) << Metrics() << agent.Stderr();
+  std::ofstream(dir_ + "/rules/more.yaml")
+      << "id: t.disk\ntitle: Disk full\nseverity: error\ncategory: hardware\n"
+         "match: ['No space left on device']\nroot_cause: r\nfix: f\n";
+  kill(agent.pid(), SIGHUP);
+  ASSERT_TRUE(Eventually([&] {
+    return Sample(Metrics(), "faultline_config_reloads_total{result=\"success\"}") == 1;
+  })) << agent.Stderr();
+  EXPECT_EQ(1, QueueDepth()) << "the reload kept the queue";
+  TestReceiver hook(hook_port);
+  ASSERT_TRUE(hook.WaitFor(1)) << agent.Stderr();
+  ASSERT_TRUE(Eventually([&] { return QueueDepth() == 0; }));
+  kill(agent.pid(), SIGHUP);
+  ASSERT_TRUE(Eventually([&] {
+    return Sample(Metrics(), "faultline_config_reloads_total{result=\"success\"}") == 2;
+  })) << agent.Stderr();
+  Append("a.log", "OSError: [Errno 28] No space left on device\n");
+  ASSERT_TRUE(hook.WaitFor(2)) << agent.Stderr();
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  const std::vector<json> alerts = Alerts(hook);
+  ASSERT_EQ(2u, alerts.size()) << "each once, across two reloads";
+  EXPECT_EQ("t.cuda_oom", alerts[0]["signature"]);
+  EXPECT_EQ("t.disk", alerts[1]["signature"]);
+  EXPECT_EQ(0, agent.Stop(SIGTERM));
+}
+
 // Issue 10's alert hook: an error no rule explains, seen discover.alert_after (3) times, is one
 // `new` for signature unrecognised.<template id>; its repeats, and a restart, raise nothing more.
 TEST_F(AlertPersistenceTest, AnUnrecognisedErrorSeenAlertAfterTimesIsNewOnceAcrossARestart) {
