@@ -659,9 +659,15 @@ void FileTailer::CheckSettled() {
       ++it;
       continue;
     }
-    const bool still = st.st_size == f.last_size && SameTime(st.st_mtim, f.last_mtime);
-    f.last_size = st.st_size;
-    f.last_mtime = st.st_mtim;
+    // Settled: not empty, and unchanged for a whole poll interval, not merely since the last
+    // look (which may have been a moment ago: logrotate creates the copy, then fills it).
+    const auto now = Clock::now();
+    if (st.st_size != f.last_size || !SameTime(st.st_mtim, f.last_mtime)) {
+      f.last_size = st.st_size;
+      f.last_mtime = st.st_mtim;
+      f.last_data = now;
+    }
+    const bool still = st.st_size > 0 && now - f.last_data >= options_.poll_interval;
     if (still && (f.fd >= 0 || Reopen(f))) {
       it = settling_.erase(it);
       Settle(f);

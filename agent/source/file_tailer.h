@@ -63,8 +63,8 @@
 // - A copy of a file already read (logrotate copytruncate leaves app.log.1 with the bytes of
 //   app.log): a new file named like a rotated copy of a followed file, or of one whose stream
 //   ended in the last 10 minutes (rotated_names.h: app.log.1, app.log-20240131 for app.log), is
-//   held back until it has not changed for a poll interval (logrotate creates the copy empty and
-//   then fills it). If then its first bytes (up to 1 KiB) hash like those of that file, and its
+//   held back until it is not empty and has not changed for a whole poll interval (logrotate
+//   creates the copy empty and then fills it, later on a loaded machine). If then its first bytes (up to 1 KiB) hash like those of that file, and its
 //   bytes just before min(its size, that file's offset) are the ones read there, it is followed
 //   from that point, so its lines are not counted again; otherwise it is read from the beginning.
 //   A copy shorter than 1 KiB taken before the original grew further is not recognised.

@@ -381,6 +381,40 @@ TEST_F(FileTailerResumeTest, ACopytruncateWhileRunningGoesOnInTheCopyWithoutEndi
   EXPECT_EQ(1u, tailer->truncations());
 }
 
+TEST_F(FileTailerResumeTest, AnEmptyCopyFilledAfterAPollIsStillRecognisedAsACopy) {
+  // A glob that matches the copies and no exclude: app.log.1 is held back until it settles. The
+  // copy is created empty and filled only after the tailer has looked at it more than once (a
+  // loaded machine delays logrotate between its create and its copy): it must not settle empty
+  // and then be read whole.
+  Resume resume;
+  auto tailer = std::make_unique<FileTailer>(
+      io_,
+      [&] {
+        FileTailerOptions o = Options(&resume);
+        o.patterns = {(dir_ / "app.log*").string()};
+        o.exclude = {};
+        o.start_at_end = false;
+        return o;
+      }(),
+      StreamConsumerFactory());
+  std::string text;
+  for (int i = 0; i < 60; ++i) text += "line " + std::to_string(i) + " of the first generation\n";
+  Append("app.log", text);
+  tailer->Start();
+  ASSERT_TRUE(RunUntil([&] { return resume.Of(P("app.log")) != nullptr &&
+                                    resume.Of(P("app.log"))->bytes == text; }));
+  Append("app.log.1", "");
+  RunFor(100);  // five poll intervals with the copy empty
+  fs::copy_file(dir_ / "app.log", dir_ / "app.log.1", fs::copy_options::overwrite_existing);
+  fs::resize_file(dir_ / "app.log", 0);
+  Append("app.log", "second generation\n");
+  ASSERT_TRUE(RunUntil([&] { return tailer->copies_recognised() == 1; }));
+  RunFor(100);
+  std::string read;
+  for (const auto& stream : resume.streams) read += stream->bytes;
+  EXPECT_EQ(text + "second generation\n", read);
+}
+
 TEST_F(FileTailerResumeTest, ADeletedFileStillWrittenIsReadUntilQuietForRotateWait) {
   Resume resume;
   auto tailer = std::make_unique<FileTailer>(
