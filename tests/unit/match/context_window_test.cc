@@ -20,34 +20,10 @@
 
 #include "agent/match/stream_matcher.h"
 #include "agent/rules/rule_loader.h"
+#include "tests/unit/match/seen_findings.h"
 
 namespace faultline {
 namespace {
-
-struct Seen {
-  std::string rule;
-  Severity severity;
-  uint64_t line;
-  std::string text;
-  std::vector<std::string> labels;
-  bool operator==(const Seen&) const = default;
-};
-
-void PrintTo(const Seen& s, std::ostream* os) {
-  *os << s.rule << "@" << s.line << "[" << SeverityName(s.severity) << "] " << s.text;
-}
-
-class Collect : public FindingSink {
- public:
-  void OnFinding(const Finding& f) override {
-    seen.push_back(Seen{f.rule->id,
-                        f.severity,
-                        f.line_number,
-                        std::string(f.text),
-                        {f.label_values.begin(), f.label_values.end()}});
-  }
-  std::vector<Seen> seen;
-};
 
 std::shared_ptr<const RuleSet> Compile(std::vector<Rule> rules, bool window_context) {
   auto set = RuleSet::Compile(std::move(rules), "", {}, window_context);
@@ -62,7 +38,7 @@ std::vector<Seen> ScanInRandomBatches(const std::shared_ptr<const RuleSet>& rule
                                       size_t max_batch) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<size_t> batch_lines(1, max_batch);
-  Collect sink;
+  SeenFindings sink;
   StreamMatcher matcher(rules, &sink);
   MatchScratch scratch(rules->patterns());
   LineBatch batch;
@@ -80,7 +56,7 @@ std::vector<Seen> ScanInRandomBatches(const std::shared_ptr<const RuleSet>& rule
 
 std::vector<Seen> ScanEverywhere(const std::shared_ptr<const RuleSet>& rules,
                                  const std::vector<std::string>& lines) {
-  Collect sink;
+  SeenFindings sink;
   StreamMatcher matcher(rules, &sink);
   MatchScratch scratch(rules->patterns());
   LineBatch batch;
@@ -216,7 +192,7 @@ TEST(ContextWindow, AContextLineJustBeforeABatchIsSeenAndOnePastTheWindowIsNot) 
     std::vector<std::string> log(1000, "step");
     log[500] = "benignbefore100";
     log[500 + distance] = "hitbefore100 now";
-    Collect sink;
+    SeenFindings sink;
     StreamMatcher matcher(rules, &sink);
     MatchScratch scratch(rules->patterns());
     // The hit opens the second batch; the benign line is in the first batch's kept tail.
@@ -241,7 +217,7 @@ TEST(ContextWindow, AWindowPastTheBatchsEndCarriesIntoTheNextBatches) {
     log[benign_at] = "benignafter30";
     // Batches of 100 lines: the hit is near the first one's end, the benign line early in the
     // second, far from its last lines and from any hit of its own.
-    Collect sink;
+    SeenFindings sink;
     StreamMatcher matcher(rules, &sink);
     MatchScratch scratch(rules->patterns());
     LineBatch batch;

@@ -1,37 +1,16 @@
 #include "agent/match/stream_matcher.h"
 
-#include <string>
-#include <vector>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "agent/rules/rule_loader.h"
+#include "tests/unit/match/seen_findings.h"
 
 namespace faultline {
 namespace {
-
-struct Seen {
-  std::string rule;
-  Severity severity;
-  uint64_t line;
-  std::string text;
-  std::vector<std::string> labels;
-  bool operator==(const Seen&) const = default;
-};
-
-void PrintTo(const Seen& s, std::ostream* os) {
-  *os << s.rule << "@" << s.line << "[" << SeverityName(s.severity) << "] " << s.text;
-}
-
-class Collect : public FindingSink {
- public:
-  void OnFinding(const Finding& f) override {
-    seen.push_back(Seen{f.rule->id, f.severity, f.line_number, std::string(f.text),
-                        {f.label_values.begin(), f.label_values.end()}});
-  }
-  std::vector<Seen> seen;
-};
 
 std::shared_ptr<const RuleSet> Rules(const std::string& yaml) {
   auto rules = ParseRules(yaml, "test.yaml");
@@ -43,9 +22,9 @@ std::shared_ptr<const RuleSet> Rules(const std::string& yaml) {
 
 // Feeds `lines` in batches of `batch_lines` and optionally flushes at the end.
 std::vector<Seen> Scan(const std::shared_ptr<const RuleSet>& rules,
-                      const std::vector<std::string>& lines, bool flush = true,
-                      size_t batch_lines = 1000) {
-  Collect sink;
+                       const std::vector<std::string>& lines, bool flush = true,
+                       size_t batch_lines = 1000) {
+  SeenFindings sink;
   StreamMatcher matcher(rules, &sink);
   MatchScratch scratch(rules->patterns());
   LineBatch batch;
@@ -84,18 +63,21 @@ context:
 )";
 
 TEST(StreamMatcher, ALineMatchingSeveralPatternsOfARuleCountsOnce) {
-  auto rules = Rules(Rule("id: gpu.xid\nseverity: error\nmatch: ['NVRM: Xid', 'Xid \\(PCI', "
-                          "'fallen off the bus']\n"));
-  EXPECT_EQ(1u, Scan(rules, {"NVRM: Xid (PCI:0000:cb:00): 79, GPU has fallen off the bus."}).size());
+  auto rules =
+      Rules(Rule("id: gpu.xid\nseverity: error\nmatch: ['NVRM: Xid', 'Xid \\(PCI', "
+                 "'fallen off the bus']\n"));
+  EXPECT_EQ(1u,
+            Scan(rules, {"NVRM: Xid (PCI:0000:cb:00): 79, GPU has fallen off the bus."}).size());
 }
 
 TEST(StreamMatcher, RequiresAnyAfterTheHitConfirmsIt) {
   auto rules = Rules(Rule(kAio));
-  EXPECT_THAT(Scan(rules, {"test.c", "LINK : fatal error LNK1181: 'aio.lib'", "x",
-                          "AssertionError: Unable to pre-compile async_io"},
-                  /*flush=*/false),
-              ::testing::ElementsAre(Seen{"ds.aio", Severity::kError, 2,
-                                          "LINK : fatal error LNK1181: 'aio.lib'", {}}));
+  EXPECT_THAT(Scan(rules,
+                   {"test.c", "LINK : fatal error LNK1181: 'aio.lib'", "x",
+                    "AssertionError: Unable to pre-compile async_io"},
+                   /*flush=*/false),
+              ::testing::ElementsAre(Seen{
+                  "ds.aio", Severity::kError, 2, "LINK : fatal error LNK1181: 'aio.lib'", {}}));
 }
 
 TEST(StreamMatcher, RequiresAnyBeforeTheHitConfirmsItAtOnce) {
@@ -123,9 +105,10 @@ TEST(StreamMatcher, PendingHitIsNotLostWithoutFlush) {
 
 TEST(StreamMatcher, AFloodOfPendingHitsIsBoundedAndNoneIsLost) {
   // A window wider than the pending cap: the oldest hits are settled early, with what is known.
-  auto rules = Rules(Rule("id: ds.aio\nseverity: error\nmatch: ['LNK1181']\n"
-                          "context:\n  within_lines: 5000\n  requires_any: ['pre-compile']\n"
-                          "  unconfirmed_severity: warning\n"));
+  auto rules =
+      Rules(Rule("id: ds.aio\nseverity: error\nmatch: ['LNK1181']\n"
+                 "context:\n  within_lines: 5000\n  requires_any: ['pre-compile']\n"
+                 "  unconfirmed_severity: warning\n"));
   std::vector<std::string> lines(StreamMatcher::kMaxPending + 500, "LNK1181 aio.lib");
   const auto seen = Scan(rules, lines);
   EXPECT_EQ(lines.size(), seen.size());
@@ -141,77 +124,82 @@ TEST(StreamMatcher, RequirementOutsideTheWindowDoesNotConfirm) {
 }
 
 TEST(StreamMatcher, UnconfirmedHitWithoutFallbackSeverityIsDropped) {
-  auto rules = Rules(Rule("id: a.b\nseverity: error\nmatch: ['pip failed']\n"
-                          "context: {requires_any: ['deepspeed']}\n"));
+  auto rules =
+      Rules(Rule("id: a.b\nseverity: error\nmatch: ['pip failed']\n"
+                 "context: {requires_any: ['deepspeed']}\n"));
   EXPECT_TRUE(Scan(rules, {"pip failed"}).empty());
   EXPECT_EQ(1u, Scan(rules, {"Collecting deepspeed", "pip failed"}).size());
 }
 
 TEST(StreamMatcher, DowngradeIfFollowedBy) {
-  auto rules = Rules(Rule("id: a.b\nseverity: error\nmatch: ['Building extension module cpu_adam']\n"
-                          "context:\n  within_lines: 5\n"
-                          "  downgrade_if_followed_by: ['ninja: no work to do']\n"
-                          "  downgrade_to: info\n"));
+  auto rules =
+      Rules(Rule("id: a.b\nseverity: error\nmatch: ['Building extension module cpu_adam']\n"
+                 "context:\n  within_lines: 5\n"
+                 "  downgrade_if_followed_by: ['ninja: no work to do']\n"
+                 "  downgrade_to: info\n"));
   EXPECT_THAT(Scan(rules, {"Building extension module cpu_adam...", "ninja: no work to do."},
-                  /*flush=*/false),
-              ::testing::ElementsAre(Seen{"a.b", Severity::kInfo, 1,
-                                          "Building extension module cpu_adam...", {}}));
-  EXPECT_EQ(Severity::kError,
-            Scan(rules, {"Building extension module cpu_adam...", "FAILED: cpu_adam.o"})
-                .at(0)
-                .severity);
+                   /*flush=*/false),
+              ::testing::ElementsAre(
+                  Seen{"a.b", Severity::kInfo, 1, "Building extension module cpu_adam...", {}}));
+  EXPECT_EQ(
+      Severity::kError,
+      Scan(rules, {"Building extension module cpu_adam...", "FAILED: cpu_adam.o"}).at(0).severity);
 }
 
 TEST(StreamMatcher, DowngradeIfPrecededBy) {
-  auto rules = Rules(Rule("id: a.b\nseverity: error\nmatch: ['grad_norm: nan']\n"
-                          "context:\n  within_lines: 3\n"
-                          "  downgrade_if_preceded_by: ['iteration 1/']\n"));
+  auto rules =
+      Rules(Rule("id: a.b\nseverity: error\nmatch: ['grad_norm: nan']\n"
+                 "context:\n  within_lines: 3\n"
+                 "  downgrade_if_preceded_by: ['iteration 1/']\n"));
   EXPECT_EQ(Severity::kWarning, Scan(rules, {"iteration 1/100", "grad_norm: nan"}).at(0).severity);
-  EXPECT_EQ(Severity::kError, Scan(rules, {"iteration 1/100", "a", "b", "c", "grad_norm: nan"})
-                                  .at(0)
-                                  .severity);
+  EXPECT_EQ(Severity::kError,
+            Scan(rules, {"iteration 1/100", "a", "b", "c", "grad_norm: nan"}).at(0).severity);
 }
 
 TEST(StreamMatcher, SequenceAcrossLinesIsOneFindingAtItsFirstLine) {
-  auto rules = Rules(Rule("id: gpu.bus\nseverity: critical\nmatch:\n"
-                          "  - sequence: ['NVRM: The NVIDIA GPU', 'installed in this system has',"
-                          " 'fallen off the bus']\n    within_lines: 4\n"));
+  auto rules =
+      Rules(Rule("id: gpu.bus\nseverity: critical\nmatch:\n"
+                 "  - sequence: ['NVRM: The NVIDIA GPU', 'installed in this system has',"
+                 " 'fallen off the bus']\n    within_lines: 4\n"));
   EXPECT_THAT(Scan(rules, {"x", "NVRM: The NVIDIA GPU 0000:01:00.0",
-                          "NVRM: (PCI ID: 10de:2204) installed in this system has",
-                          "NVRM: fallen off the bus and is not responding to commands."}),
-              ::testing::ElementsAre(Seen{"gpu.bus", Severity::kCritical, 2,
-                                          "NVRM: The NVIDIA GPU 0000:01:00.0", {}}));
+                           "NVRM: (PCI ID: 10de:2204) installed in this system has",
+                           "NVRM: fallen off the bus and is not responding to commands."}),
+              ::testing::ElementsAre(Seen{
+                  "gpu.bus", Severity::kCritical, 2, "NVRM: The NVIDIA GPU 0000:01:00.0", {}}));
 }
 
 TEST(StreamMatcher, SequenceSpreadTooFarIsNoMatch) {
-  auto rules = Rules(Rule("id: a.b\nseverity: error\nmatch:\n"
-                          "  - sequence: ['first part', 'second part']\n    within_lines: 2\n"));
+  auto rules =
+      Rules(Rule("id: a.b\nseverity: error\nmatch:\n"
+                 "  - sequence: ['first part', 'second part']\n    within_lines: 2\n"));
   EXPECT_TRUE(Scan(rules, {"first part", "noise", "second part"}).empty());
   EXPECT_EQ(1u, Scan(rules, {"first part", "second part"}).size());
 }
 
 TEST(StreamMatcher, LineRaisedByAPatternIsNotCountedAgainWhenItStartsASequence) {
-  auto rules = Rules(Rule("id: a.b\nseverity: error\nmatch:\n  - 'version mismatch'\n"
-                          "  - sequence: ['version mismatch', 'Pytorch binaries']\n"));
+  auto rules =
+      Rules(Rule("id: a.b\nseverity: error\nmatch:\n  - 'version mismatch'\n"
+                 "  - sequence: ['version mismatch', 'Pytorch binaries']\n"));
   // Line 1 starts the sequence and is raised by the single-line pattern; line 2 raises it too;
   // line 3 completes the sequence that started on line 1, which was counted already.
   EXPECT_EQ(2u, Scan(rules, {"version mismatch", "version mismatch", "Pytorch binaries"}).size());
 }
 
 TEST(StreamMatcher, SequenceContextIsMeasuredFromTheLineThatCompletesIt) {
-  auto rules = Rules(Rule("id: a.b\nseverity: error\nmatch:\n"
-                          "  - sequence: ['STEP_A', 'STEP_B']\n    within_lines: 5\n"
-                          "context:\n  within_lines: 1\n  downgrade_if_followed_by: ['BENIGN']\n"));
+  auto rules =
+      Rules(Rule("id: a.b\nseverity: error\nmatch:\n"
+                 "  - sequence: ['STEP_A', 'STEP_B']\n    within_lines: 5\n"
+                 "context:\n  within_lines: 1\n  downgrade_if_followed_by: ['BENIGN']\n"));
   EXPECT_EQ(Severity::kError, Scan(rules, {"STEP_A", "BENIGN", "STEP_B", "x", "y"}).at(0).severity);
   EXPECT_EQ(Severity::kWarning, Scan(rules, {"STEP_A", "STEP_B", "BENIGN"}).at(0).severity);
 }
 
 TEST(StreamMatcher, SettlingPendingHitsKeepsSequencesInProgress) {
-  auto rules = Rules(Rule("id: a.seq\nseverity: error\nmatch:\n  - sequence: ['SQ_A', 'SQ_B']\n") +
-                     "---\n" +
-                     Rule("id: a.ctx\nseverity: error\nmatch: ['CTXHIT']\n"
-                          "context: {requires_any: ['never']}\n"));
-  Collect sink;
+  auto rules =
+      Rules(Rule("id: a.seq\nseverity: error\nmatch:\n  - sequence: ['SQ_A', 'SQ_B']\n") + "---\n" +
+            Rule("id: a.ctx\nseverity: error\nmatch: ['CTXHIT']\n"
+                 "context: {requires_any: ['never']}\n"));
+  SeenFindings sink;
   StreamMatcher matcher(rules, &sink);
   MatchScratch scratch(rules->patterns());
   LineBatch batch;
@@ -227,14 +215,16 @@ TEST(StreamMatcher, SettlingPendingHitsKeepsSequencesInProgress) {
 }
 
 TEST(StreamMatcher, SequenceSplitAcrossBatches) {
-  auto rules = Rules(Rule("id: a.b\nseverity: error\nmatch:\n"
-                          "  - sequence: ['first part', 'second part']\n"));
+  auto rules =
+      Rules(Rule("id: a.b\nseverity: error\nmatch:\n"
+                 "  - sequence: ['first part', 'second part']\n"));
   EXPECT_EQ(1u, Scan(rules, {"first part", "second part"}, true, /*batch_lines=*/1).size());
 }
 
 TEST(StreamMatcher, LabelsComeFromTheHitLine) {
-  auto rules = Rules(Rule("id: gpu.xid\nseverity: error\nmatch: ['NVRM: Xid']\n"
-                          "labels: {xid: 'Xid \\([^)]*\\): (\\d+)'}\n"));
+  auto rules =
+      Rules(Rule("id: gpu.xid\nseverity: error\nmatch: ['NVRM: Xid']\n"
+                 "labels: {xid: 'Xid \\([^)]*\\): (\\d+)'}\n"));
   auto seen = Scan(rules, {"NVRM: Xid (PCI:0000:cb:00): 79, pid=1, GPU has fallen off the bus."});
   ASSERT_EQ(1u, seen.size());
   EXPECT_EQ(std::vector<std::string>{"79"}, seen[0].labels);
@@ -252,11 +242,11 @@ TEST(StreamMatcher, AGenericRuleGivesWayToASpecificOneOnTheSameLine) {
   auto rules = Rules(Rule("id: gpu.cuda_error\nseverity: error\ngeneric: true\n"
                           "match: ['CUDA error: ']\n") +
                      "---\n" + Rule("id: gpu.oom\nseverity: error\nmatch: ['out of memory']\n"));
-  EXPECT_THAT(Scan(rules, {"CUDA error: out of memory", "CUDA error: misaligned address"}),
-              ::testing::ElementsAre(
-                  Seen{"gpu.oom", Severity::kError, 1, "CUDA error: out of memory", {}},
-                  Seen{"gpu.cuda_error", Severity::kError, 2, "CUDA error: misaligned address",
-                       {}}));
+  EXPECT_THAT(
+      Scan(rules, {"CUDA error: out of memory", "CUDA error: misaligned address"}),
+      ::testing::ElementsAre(
+          Seen{"gpu.oom", Severity::kError, 1, "CUDA error: out of memory", {}},
+          Seen{"gpu.cuda_error", Severity::kError, 2, "CUDA error: misaligned address", {}}));
 }
 
 TEST(StreamMatcher, AGenericRuleSpeaksWhenTheSpecificOneIsDroppedByItsContext) {
@@ -266,16 +256,18 @@ TEST(StreamMatcher, AGenericRuleSpeaksWhenTheSpecificOneIsDroppedByItsContext) {
                      "---\n" +
                      Rule("id: ds.pip\nseverity: error\nmatch: ['subprocess-exited-with-error']\n"
                           "context:\n  within_lines: 3\n  requires_any: ['deepspeed']\n"));
-  EXPECT_THAT(Scan(rules, {"error: subprocess-exited-with-error", "a", "b", "c", "d"}),
-              ::testing::ElementsAre(Seen{"pip.subprocess", Severity::kError, 1,
-                                          "error: subprocess-exited-with-error", {}}));
+  EXPECT_THAT(
+      Scan(rules, {"error: subprocess-exited-with-error", "a", "b", "c", "d"}),
+      ::testing::ElementsAre(
+          Seen{"pip.subprocess", Severity::kError, 1, "error: subprocess-exited-with-error", {}}));
   EXPECT_THAT(Scan(rules, {"error: subprocess-exited-with-error", "Building deepspeed"}),
-              ::testing::ElementsAre(Seen{"ds.pip", Severity::kError, 1,
-                                          "error: subprocess-exited-with-error", {}}));
+              ::testing::ElementsAre(
+                  Seen{"ds.pip", Severity::kError, 1, "error: subprocess-exited-with-error", {}}));
   // Unsettled at the end of input: the same answers.
-  EXPECT_THAT(Scan(rules, {"error: subprocess-exited-with-error"}),
-              ::testing::ElementsAre(Seen{"pip.subprocess", Severity::kError, 1,
-                                          "error: subprocess-exited-with-error", {}}));
+  EXPECT_THAT(
+      Scan(rules, {"error: subprocess-exited-with-error"}),
+      ::testing::ElementsAre(
+          Seen{"pip.subprocess", Severity::kError, 1, "error: subprocess-exited-with-error", {}}));
 }
 
 // What a sink sees of a finding beyond its line: whether the line was cut and the lines above.
@@ -288,8 +280,8 @@ struct Detail {
 class CollectDetail : public FindingSink {
  public:
   void OnFinding(const Finding& f) override {
-    seen.push_back(Detail{std::string(f.text), f.text_truncated,
-                          {f.context_before.begin(), f.context_before.end()}});
+    seen.push_back(Detail{
+        std::string(f.text), f.text_truncated, {f.context_before.begin(), f.context_before.end()}});
   }
   std::vector<Detail> seen;
 };
@@ -327,10 +319,11 @@ TEST(StreamMatcher, FindingsCarryTheLinesBeforeTheHitAcrossBatches) {
 
 TEST(StreamMatcher, APendingHitKeepsABoundedPreviewAndItsLabelsFromTheWholeLine) {
   // The label sits past the preview: it must still come from the whole line.
-  auto rules = Rules(Rule("id: ds.aio\nseverity: error\nmatch: ['LNK1181']\n"
-                          "labels: {lib: 'lib=(\\w+)'}\n"
-                          "context:\n  within_lines: 5\n  requires_any: ['pre-compile']\n"
-                          "  unconfirmed_severity: warning\n"));
+  auto rules =
+      Rules(Rule("id: ds.aio\nseverity: error\nmatch: ['LNK1181']\n"
+                 "labels: {lib: 'lib=(\\w+)'}\n"
+                 "context:\n  within_lines: 5\n  requires_any: ['pre-compile']\n"
+                 "  unconfirmed_severity: warning\n"));
   const std::string huge = "LNK1181 " + std::string(1 << 20, 'x') + " lib=aio";
   const auto seen = Scan(rules, {"ctx", huge});
   ASSERT_EQ(1u, seen.size());
@@ -360,7 +353,7 @@ namespace {
 
 // A stream that runs with one rule set, is rebound to another between batches, and runs on.
 struct Rebound {
-  Collect sink;
+  SeenFindings sink;
   MatchScratch* scratch = nullptr;
   std::unique_ptr<MatchScratch> first_scratch;
   std::unique_ptr<MatchScratch> second_scratch;
@@ -387,17 +380,18 @@ TEST(StreamMatcherRebind, APendingHitOfARuleThatStaysIsDecidedAfterTheReload) {
   const auto before =
       Rules(Rule(kAio) + "---\n" + Rule("id: x.gone\nseverity: error\nmatch: ['gone']\n"));
   // The new set orders rules differently and has a new one: indexes change, ids do not.
-  const auto after = Rules(Rule("id: x.new\nseverity: error\nmatch: ['brand new']\n") + "---\n" +
-                           Rule(kAio));
+  const auto after =
+      Rules(Rule("id: x.new\nseverity: error\nmatch: ['brand new']\n") + "---\n" + Rule(kAio));
   Rebound stream(before);
   stream.Lines({"LINK : fatal error LNK1181: 'aio.lib'", "x"});
   EXPECT_TRUE(stream.sink.seen.empty());  // pending: waits for requires_any
   stream.Rebind(after);
   stream.Lines({"brand new", "AssertionError: Unable to pre-compile async_io"});
-  EXPECT_THAT(stream.sink.seen,
-              ::testing::ElementsAre(Seen{"x.new", Severity::kError, 3, "brand new", {}},
-                                     Seen{"ds.aio", Severity::kError, 1,
-                                          "LINK : fatal error LNK1181: 'aio.lib'", {}}));
+  EXPECT_THAT(
+      stream.sink.seen,
+      ::testing::ElementsAre(
+          Seen{"x.new", Severity::kError, 3, "brand new", {}},
+          Seen{"ds.aio", Severity::kError, 1, "LINK : fatal error LNK1181: 'aio.lib'", {}}));
 }
 
 TEST(StreamMatcherRebind, PendingHitsOfRemovedRulesAreSettledWithTheOldRulesFirst) {
