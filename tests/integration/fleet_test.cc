@@ -28,6 +28,7 @@
 #include <sstream>
 
 #include "tests/integration/process.h"
+#include "tests/support/prerequisite.h"
 #include "tests/support/http_receiver.h"
 
 namespace faultline {
@@ -182,12 +183,8 @@ struct Node {
 };
 
 TEST(FleetTest, OneFailureOnTwoNodesIsOneNotificationAndOneSharedFixCoversBoth) {
-  if (!fs::exists(kAlertmanager)) {
-    if (std::getenv("CI") != nullptr) {
-      FAIL() << kAlertmanager << " is missing: scripts/install-deps.sh installs it";
-    }
-    GTEST_SKIP() << kAlertmanager << " is missing (Debian package prometheus-alertmanager)";
-  }
+  FAULTLINE_REQUIRE(fs::exists(kAlertmanager),
+                    kAlertmanager << " is missing (Debian package prometheus-alertmanager)");
   const fs::path dir = testing::TempDir("fleet");
   fs::create_directories(dir / "rules");
   std::ofstream(dir / "rules" / "t.yaml") << kRule;

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "tests/integration/process.h"
+#include "tests/support/prerequisite.h"
 
 namespace faultline {
 namespace {
@@ -220,7 +221,7 @@ class RestartTest : public ::testing::Test {
 bool HaveLogrotate() { return std::system("command -v logrotate >/dev/null 2>&1") == 0; }
 
 TEST_F(RestartTest, KillNineAtTwentyRandomMomentsUnderLogrotateCountsEveryLineOnce) {
-  if (!HaveLogrotate()) GTEST_SKIP() << "needs Debian's logrotate (scripts/install-deps.sh)";
+  FAULTLINE_REQUIRE(HaveLogrotate(), "needs Debian's logrotate (scripts/install-deps.sh)");
   const std::string config = WriteConfig();
   const std::string copytruncate = LogrotateConfig("copytruncate");
   const std::string create = LogrotateConfig("create");
@@ -526,9 +527,8 @@ int InNamespaceOf(pid_t pid, const std::string& command) {
 }
 
 TEST_F(RestartTest, AFullStateDirNeverStopsCountingReadyzSaysWhyAndCheckpointsResume) {
-  if (!CanMountPrivately()) {
-    GTEST_SKIP() << "needs a private mount namespace (CAP_SYS_ADMIN) for a small tmpfs";
-  }
+  FAULTLINE_REQUIRE(CanMountPrivately(),
+                    "needs a private mount namespace (CAP_SYS_ADMIN) for a small tmpfs");
   const std::string config = WriteConfig("", "beginning");
   const std::string state = dir_ + "/state";
   fs::create_directories(state);
@@ -562,9 +562,8 @@ TEST_F(RestartTest, AFullStateDirNeverStopsCountingReadyzSaysWhyAndCheckpointsRe
 }
 
 TEST_F(RestartTest, AReadOnlyStateDirStillRestoresCountsAndCheckpointsOnceWritable) {
-  if (!CanMountPrivately()) {
-    GTEST_SKIP() << "needs a private mount namespace (CAP_SYS_ADMIN) for a read-only tmpfs";
-  }
+  FAULTLINE_REQUIRE(CanMountPrivately(),
+                    "needs a private mount namespace (CAP_SYS_ADMIN) for a read-only tmpfs");
   const std::string config = WriteConfig("", "beginning");
   Truth truth;
   {

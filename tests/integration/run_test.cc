@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/integration/process.h"
+#include "tests/support/prerequisite.h"
 
 namespace faultline {
 namespace {
@@ -276,7 +277,7 @@ bool CanLimitInotify() {
 // Without inotify the agent still counts every line (it polls), but changes are seen a poll tick
 // late and a file rotated within a tick can be missed: /readyz says so, with the sysctl to raise.
 TEST_F(RunTest, ReadyzIsNotReadyWithoutInotifyAndLinesAreStillCounted) {
-  if (!CanLimitInotify()) GTEST_SKIP() << "user namespaces (unshare CLONE_NEWUSER) unavailable";
+  FAULTLINE_REQUIRE(CanLimitInotify(), "user namespaces (unshare CLONE_NEWUSER) unavailable");
   Daemon agent({"run", "-c", WriteConfig("beginning")}, 0, {}, [] {
     if (!LimitInotifyInOwnNamespace("max_inotify_instances", 0)) _exit(126);
   });
@@ -293,7 +294,7 @@ TEST_F(RunTest, ReadyzIsNotReadyWithoutInotifyAndLinesAreStillCounted) {
 // A folder whose watch the kernel refuses (watch limit reached) makes the agent not ready until
 // the watch succeeds; the folder is polled meanwhile.
 TEST_F(RunTest, ReadyzIsNotReadyWhenAFolderCannotBeWatched) {
-  if (!CanLimitInotify()) GTEST_SKIP() << "user namespaces (unshare CLONE_NEWUSER) unavailable";
+  FAULTLINE_REQUIRE(CanLimitInotify(), "user namespaces (unshare CLONE_NEWUSER) unavailable");
   Daemon agent({"run", "-c", WriteConfig("beginning")}, 0, {}, [] {
     if (!LimitInotifyInOwnNamespace("max_inotify_watches", 0)) _exit(126);
   });
