@@ -892,18 +892,24 @@ void FileTailer::DrainLocated() {
   // written and rotated while the agent was down (a file rotated twice), read whole.
   const int64_t since = options_.resume->checkpoint_time_ns();
   if (since > 0) {
-    std::set<std::string> seen;
-    for (const FileMark& mark : marks_) {
-      if (!seen.insert(mark.path).second) continue;
-      const std::string dir = ParentOf(mark.path);
+    // Each folder is listed once for all the saved files in it: 10,000 saved files in 100
+    // folders are 100 listings, not 10,000 (that walk was most of a restart's time).
+    std::map<std::string, std::set<std::string>> saved_by_folder;
+    for (const FileMark& mark : marks_) saved_by_folder[ParentOf(mark.path)].insert(mark.path);
+    for (const auto& [dir, saved] : saved_by_folder) {
       const std::unique_ptr<DIR, int (*)(DIR*)> listing(opendir(dir.c_str()), closedir);
       if (listing == nullptr) continue;
       std::vector<std::string> names;
       while (const dirent* entry = readdir(listing.get())) {
-        const std::string name = JoinPath(dir, entry->d_name);
-        if (entry->d_name[0] != '.' && IsRotatedNameOf(name, mark.path) &&
-            !IsCompressedName(name) && !files_.contains(name) && !Wanted(name)) {
-          names.push_back(name);
+        if (entry->d_name[0] == '.') continue;
+        const std::string_view entry_name = entry->d_name;
+        const bool rotated = std::any_of(saved.begin(), saved.end(), [&](const std::string& path) {
+          return IsRotatedNameOf(entry_name, path);
+        });
+        if (!rotated) continue;
+        std::string name = JoinPath(dir, entry->d_name);
+        if (!IsCompressedName(name) && !files_.contains(name) && !Wanted(name)) {
+          names.push_back(std::move(name));
         }
       }
       for (const std::string& name : names) {
