@@ -78,8 +78,7 @@ Completed RunFaultline(const std::vector<std::string>& args, const std::string& 
 }
 
 Daemon::Daemon(const std::vector<std::string>& args, int max_open_files,
-               const std::vector<std::string>& wrapper,
-               const std::function<void()>& in_child) {
+               const std::vector<std::string>& wrapper, const std::function<void()>& in_child) {
   stderr_path_ = TempDir("daemon") + "/stderr";
   std::vector<std::string> storage;
   std::vector<char*> argv = Argv(args, storage, wrapper);
@@ -183,6 +182,15 @@ int HttpPost(uint16_t port, const std::string& path, const std::string& bearer_t
   } catch (const std::exception&) {
     return 0;
   }
+}
+
+double Sample(const std::string& metrics, const std::string& series, double absent) {
+  std::istringstream in(metrics);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+  }
+  return absent;
 }
 
 uint16_t FreePort() {
