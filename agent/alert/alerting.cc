@@ -106,7 +106,8 @@ Alerting::Alerting(asio::io_context& io, const Config& config, const std::vector
       tracker_(LifecycleOptions{
           .quiet_for_ms = config.alerts.quiet_for_ms,
           .repeat_interval_ms = config.alerts.repeat_interval_ms,
-          .min_severity = ParseSeverity(config.alerts.min_severity).value_or(Severity::kError)}),
+          .min_severity = ParseSeverity(config.alerts.min_severity).value_or(Severity::kError),
+          .resolve_after_runs = config.alerts.resolve_after_runs}),
       group_timer_(io),
       dispatch_timer_(io),
       tick_timer_(io),
@@ -229,6 +230,12 @@ std::string Alerting::NewId(std::string_view prefix) const {
 
 void Alerting::OnBatch(uint64_t stream_id, const std::string& source_id, const LineBatch& batch,
                        uint64_t first_line, bool matched) {
+  if (matched && batch.size() > 0) {
+    if (!runs_.contains(stream_id) && runs_.size() >= kMaxStreams) runs_.erase(runs_.begin());
+    Run& run = runs_[stream_id];
+    run.job = source_id;
+    run.lines = true;
+  }
   if (!matched) {
     if (watcher_->empty()) return;
     std::vector<VersionWatcher::Hit> hits;
@@ -308,8 +315,30 @@ std::string Alerting::VersionAt(uint64_t stream_id, const std::string& source_id
   return "";
 }
 
+void Alerting::OnStreamEnd(uint64_t stream_id) {
+  const auto it = runs_.find(stream_id);
+  if (it == runs_.end()) return;
+  const Run run = std::move(it->second);
+  runs_.erase(it);
+  if (!runs_tracked_ || !run.lines || run.failed) return;
+  std::vector<LifecycleEvent> events;
+  const int64_t now = clock_();
+  tracker_.OnCleanRun(run.job, now, &events);
+  Raise(events, nullptr, now);
+}
+
 void Alerting::OnFinding(const FindingEvent& event) {
   const int64_t now = clock_();
+  if (event.severity >= tracker_.options().min_severity) {
+    // Matched lines come before their batch is shown (OnBatch after matching), so the run may
+    // not be known yet.
+    if (!runs_.contains(event.stream_id) && runs_.size() >= kMaxStreams) {
+      runs_.erase(runs_.begin());
+    }
+    Run& run = runs_[event.stream_id];
+    run.job = event.source_id;
+    run.failed = true;
+  }
   const Rule* rule = RuleOf(event.rule_id);
   Occurrence occ;
   occ.event = &event;
@@ -841,6 +870,10 @@ std::string Alerting::SignaturesJson() const {
                       {"version_unknown", r.version_unknown}}},
                     {"fixes", fixes},
                     {"mute", mute},
+                    {"resolution",
+                     {{"job", r.failed_in_job},
+                      {"clean_runs", r.clean_runs},
+                      {"flapping", r.flapping}}},
                     {"last_hit",
                      {{"source", r.last_source},
                       {"file", RedactSecrets(r.last_file)},
@@ -852,6 +885,12 @@ std::string Alerting::SignaturesJson() const {
   for (const FixRecord& f : tracker_.fixes()) fixes.push_back(FixJson(f));
   return json{{"signatures", list}, {"fixes", fixes}}.dump(2, ' ', false,
                                                            json::error_handler_t::replace);
+}
+
+std::string Alerting::StateName(std::string_view signature) const {
+  const SignatureRecord* record = tracker_.Find(signature);
+  if (record == nullptr) return "";
+  return std::string(SignatureStateName(tracker_.StateOf(*record, clock_())));
 }
 
 std::string Alerting::ReceiversJson() const {

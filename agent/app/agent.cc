@@ -121,6 +121,8 @@ class Agent::MatchedStream : public ResumableConsumer, private FindingSink, priv
     if (Frozen()) return;
     pipeline_.Finish();
     Account();
+    // After Finish: the run's last findings decide whether it was successful.
+    if (alerting_ != nullptr) alerting_->OnStreamEnd(origin_.stream_id);
   }
 
   StreamState State() const override {
@@ -642,6 +644,7 @@ void Agent::Stop() {
     stream_states_->Freeze();
   }
   stopping_ = true;
+  if (alerting_ != nullptr) alerting_->StopRuns();
   sources_.Stop();
   for (auto& source : extra_running_) source->Stop();
   // Delivery stops first, so the last checkpoint holds every result that came back (a delivered
