@@ -275,7 +275,7 @@ void Agent::StartAlerting() {
   if (alerting_ == nullptr) return;
   alert_sink_ = std::make_unique<AlertSink>(*alerting_);
   events_.Add(alert_sink_.get());
-  if (options_.serve_http) AddAlertRoutes(http_, *alerting_, admin_token_);
+  if (options_.serve_http) AddLifecycleRoutes();
   alerting_->SetCheckpointRequest([this] { RequestCheckpoint(); });
   if (config_.discover_enabled) {
     discovery_.SetAlertHook([this](const FindingEvent& event) { alerting_->OnFinding(event); });
@@ -344,6 +344,9 @@ void Agent::ArmCheckpointTimer() {
 
 bool Agent::Checkpoint() {
   const auto started = std::chrono::steady_clock::now();
+  // Everything they were waiting for changed before this Collect.
+  std::vector<std::function<void(const std::string&)>> waiters;
+  waiters.swap(commit_waiters_);
   StateStore::Batch batch = store_->Collect();
   DbStatus status;
   if (!store_->writable()) {
@@ -360,6 +363,7 @@ bool Agent::Checkpoint() {
       spdlog::info("state: checkpoints are written again to {}", store_->path());
       checkpoint_error_.clear();
     }
+    for (const auto& done : waiters) done("");
     return true;
   }
   metrics_.CountCheckpoint(false, seconds);
@@ -370,6 +374,7 @@ bool Agent::Checkpoint() {
   // Logged when the reason changes, not every interval: a full disk stays full for a while.
   if (why != checkpoint_error_) spdlog::warn("state: {}; counting goes on, retrying", why);
   checkpoint_error_ = why;
+  for (const auto& done : waiters) done(why);
   return false;
 }
 
@@ -380,6 +385,27 @@ void Agent::RequestCheckpoint() {
     checkpoint_posted_ = false;
     if (!stopping_) Checkpoint();
   });
+}
+
+void Agent::AddLifecycleRoutes() {
+  AddAlertRoutes(http_, *alerting_, admin_token_,
+                 [this](std::function<void(const std::string&)> done) {
+                   CommitThen(std::move(done));
+                 });
+}
+
+void Agent::CommitThen(std::function<void(const std::string& error)> done) {
+  if (store_ == nullptr) {
+    done("");
+    return;
+  }
+  if (stopping_) {
+    // The last checkpoints of Stop have been written or are being written: this one may miss them.
+    done("the agent is stopping");
+    return;
+  }
+  commit_waiters_.push_back(std::move(done));
+  RequestCheckpoint();
 }
 
 void Agent::UpdateBytesLost() {

@@ -109,6 +109,9 @@ class Agent : private FileStreamHost {
   bool Checkpoint();
   // A checkpoint soon, on the loop (once however often asked): notifications wait for one.
   void RequestCheckpoint();
+  // A checkpoint soon, then `done` with "" once it committed, or with why it did not (the admin
+  // routes answer after it: alert_routes.h). Without a store, `done` runs at once.
+  void CommitThen(std::function<void(const std::string& error)> done);
   void UpdateBytesLost();
 
   // FileStreamHost
@@ -132,6 +135,8 @@ class Agent : private FileStreamHost {
   // connects it (findings, routes, checkpoint requests) and starts delivery.
   bool CreateAlerting(std::string* error);
   void StartAlerting();
+  // The lifecycle's admin routes (alert_routes.h), with the admin token and CommitThen.
+  void AddLifecycleRoutes();
   // Why the agent is not ready to do its job; empty when it is (/readyz).
   std::string NotReadyReason() const;
   // What the status page and /api/v1/status show now (agent_status.cc).
@@ -187,6 +192,8 @@ class Agent : private FileStreamHost {
   std::string checkpoint_error_;  // why the last checkpoint failed; empty when it did not
   bool stopping_ = false;         // the agent is stopping: no more checkpoints on the timer
   bool checkpoint_posted_ = false;  // RequestCheckpoint's checkpoint is on its way
+  // Called by the next checkpoint to start (CommitThen): it holds what changed before they asked.
+  std::vector<std::function<void(const std::string& error)>> commit_waiters_;
   // Every stream's pipeline, for a reload to rebind (declared before the sources that own them).
   std::unordered_set<MatchedStream*> live_streams_;
   SourceSet sources_;  // the config's sources, by id

@@ -164,7 +164,8 @@ std::string PercentDecode(std::string_view text) {
   return out;
 }
 
-void AddAlertRoutes(HttpServer& http, Alerting& alerting, const std::string& admin_token) {
+void AddAlertRoutes(HttpServer& http, Alerting& alerting, const std::string& admin_token,
+                    CommitRequest commit) {
   http.AddRoute({.path = "/api/v1/signatures", .admin = true, .handler = [&alerting](const HttpRequest&) {
                    return HttpResponse{200, "application/json", alerting.SignaturesJson() + "\n"};
                  }});
@@ -176,7 +177,25 @@ void AddAlertRoutes(HttpServer& http, Alerting& alerting, const std::string& adm
                  .methods = {HttpMethod::kPost},
                  .admin = true,
                  .bearer_token = admin_token,
-                 .handler = [&alerting](const HttpRequest& r) { return SignatureAction(alerting, r); }});
+                 .deferred_handler =
+                     [&alerting, commit](const HttpRequest& r, HttpResponder respond) {
+                       HttpResponse response = SignatureAction(alerting, r);
+                       if (response.status != 200) {
+                         respond(std::move(response));
+                         return;
+                       }
+                       // Acknowledged only once durable (see the header).
+                       commit([response = std::move(response),
+                               respond = std::move(respond)](const std::string& error) mutable {
+                         if (error.empty()) {
+                           respond(std::move(response));
+                           return;
+                         }
+                         respond(JsonError(503, "recorded in the running agent, but not durable "
+                                                "yet: " + error + " (the next checkpoint that "
+                                                "succeeds writes it)"));
+                       });
+                     }});
   http.AddRoute({.path = kReceiversPrefix,
                  .prefix = true,
                  .methods = {HttpMethod::kPost},

@@ -501,5 +501,63 @@ TEST_F(AlertsTest, ResolvedAfterThreeSuccessfulRunsAndFlappingAfterThreeCycles) 
   EXPECT_EQ(6u, hook.count());
 }
 
+// An admin mutation is durable when it is acknowledged: the route answers only after the
+// checkpoint holding it committed, so `kill -9` right after the 200 loses nothing.
+TEST_F(AlertsTest, AdminMutationsSurviveKillNineRightAfterTheirAnswer) {
+  TestReceiver hook;
+  const std::string config = WriteConfig(Hook("hook", hook));
+  const auto start = [&] {
+    auto agent = std::make_unique<Daemon>(std::vector<std::string>{"run", "-c", config});
+    EXPECT_TRUE(Eventually([&] { return Ready(); })) << agent->Stderr();
+    return agent;
+  };
+  const auto post = [&](const std::string& path) {
+    std::ifstream in(dir_ + "/state/admin_token");
+    std::string token;
+    std::getline(in, token);
+    std::string body;
+    return testing::HttpPost(port_, path, token, &body);
+  };
+  const auto record = [&]() {
+    std::string body;
+    if (HttpGet(port_, "/api/v1/signatures", &body) != 200) return json();
+    const json all = json::parse(body);
+    for (const json& s : all["signatures"]) {
+      if (s["signature"] == "t.cuda_oom") return s;
+    }
+    return json();
+  };
+
+  auto agent = start();
+  Append("a.log", "RuntimeError: CUDA out of memory.\n");
+  ASSERT_TRUE(hook.WaitFor(1)) << agent->Stderr();
+  ASSERT_TRUE(Eventually([&] { return !record().is_null(); }));
+
+  ASSERT_EQ(200, post("/api/v1/signatures/t.cuda_oom/fix"));
+  agent->Stop(SIGKILL);
+  agent = start();
+  EXPECT_EQ("fixed", record()["state"]) << record().dump();
+  EXPECT_EQ(1u, record()["fixes"].size());
+  // The fix holds after the restart: the next occurrence is its regression.
+  Append("a.log", "RuntimeError: CUDA out of memory.\n");
+  ASSERT_TRUE(hook.WaitFor(2)) << agent->Stderr();
+  EXPECT_EQ("regression", Body(hook.requests()[1])["kind"]);
+
+  ASSERT_EQ(200, post("/api/v1/signatures/t.cuda_oom/unfix"));
+  agent->Stop(SIGKILL);
+  agent = start();
+  EXPECT_TRUE(record()["fixes"].empty()) << record().dump();
+
+  // Through the CLI, which prints its answer once the agent gave it.
+  const testing::Completed muted = testing::RunFaultline(
+      {"mute", "t.cuda_oom", "--for", "8h", "--reason", "node07", "-c", config});
+  ASSERT_EQ(0, muted.exit_code) << muted.err;
+  agent->Stop(SIGKILL);
+  agent = start();
+  EXPECT_EQ("muted", record()["state"]) << record().dump();
+  EXPECT_EQ("node07", record()["mute"]["reason"]);
+  agent->Stop(SIGKILL);
+}
+
 }  // namespace
 }  // namespace faultline
