@@ -650,6 +650,8 @@ void Alerting::OnDelivered(int64_t seq, DeliveryOutcome outcome) {
     case RetryDecision::Action::kRetry:
     case RetryDecision::Action::kPauseReceiver:
       spdlog::warn("alert to {} failed ({}); next try in {} ms", target, d.reason, d.delay.count());
+      // The backoff is kept in the store soon, so that a restart waits it out too.
+      if (store_backed_ && !notification.test && request_checkpoint_) request_checkpoint_();
       break;
     case RetryDecision::Action::kDeadLetter:
       spdlog::error("alert {} to {} dead-lettered: {}", notification.id, target, d.reason);

@@ -311,9 +311,9 @@ void Outbox::Restore(std::vector<OutboxEntry> entries) {
     if (!config_.contains(e.target)) continue;  // its receiver is gone from the config
     e.durable = true;
     e.in_flight = false;
-    // A restart tries at once instead of waiting out a backoff the dead process chose: it is
-    // often what brought the receiver back. The attempts keep counting towards the backoff.
-    e.next_attempt_ms = 0;
+    // The backoff the dead process chose holds (it is wall-clock time): an agent that crashes
+    // and restarts in a loop must not try a dead receiver once per start. A pause (429) is the
+    // head entry's next attempt too, so it holds as well.
     if (e.state == OutboxEntry::State::kQueued) {
       queues_[e.target].push_back(e.seq);
       ++status_[e.target].queued;

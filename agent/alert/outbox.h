@@ -114,9 +114,10 @@ class Outbox {
     std::vector<int64_t> removed;
   };
   Dirty TakeDirty();
-  // Entries read back at start; queued ones are durable by definition and due at once, in-flight
-  // ones are queued again (their attempt may or may not have reached the receiver: at-least-once,
-  // and the same webhook-id lets the receiver tell).
+  // Entries read back at start; queued ones are durable by definition and due when their saved
+  // next attempt comes (a backoff or a 429's pause outlives the process, at most the policy's
+  // cap or the Retry-After), in-flight ones are queued again (their attempt may or may not have
+  // reached the receiver: at-least-once, and the same webhook-id lets the receiver tell).
   void Restore(std::vector<OutboxEntry> entries);
   void MarkAllDirty();
 
