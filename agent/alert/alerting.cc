@@ -858,30 +858,29 @@ std::string Alerting::SignaturesJson() const {
     json notified = json::object();
     for (const auto& [receiver, at] : r.notified_by_receiver)
       notified[receiver] = FormatTimestampMs(at);
-    list.push_back({{"signature", signature},
-                    {"rule_id", r.rule_id},
-                    {"labels", labels},
-                    {"state", SignatureStateName(tracker_.StateOf(r, now))},
-                    {"count", r.count},
-                    {"first_seen", FormatTimestampMs(r.first_seen_ms)},
-                    {"last_seen", FormatTimestampMs(r.last_seen_ms)},
-                    {"versions_seen", r.versions_seen},
-                    {"pre_fix",
-                     {{"version", r.pre_fix_version},
-                      {"time", r.pre_fix_time},
-                      {"version_unknown", r.version_unknown}}},
-                    {"fixes", fixes},
-                    {"mute", mute},
-                    {"resolution",
-                     {{"job", r.failed_in_job},
-                      {"clean_runs", r.clean_runs},
-                      {"flapping", r.flapping}}},
-                    {"last_hit",
-                     {{"source", r.last_source},
-                      {"file", RedactSecrets(r.last_file)},
-                      {"line", r.last_line},
-                      {"text", RedactSecrets(r.last_hit)}}},
-                    {"notified", notified}});
+    list.push_back(
+        {{"signature", signature},
+         {"rule_id", r.rule_id},
+         {"labels", labels},
+         {"state", SignatureStateName(tracker_.StateOf(r, now))},
+         {"count", r.count},
+         {"first_seen", FormatTimestampMs(r.first_seen_ms)},
+         {"last_seen", FormatTimestampMs(r.last_seen_ms)},
+         {"versions_seen", r.versions_seen},
+         {"pre_fix",
+          {{"version", r.pre_fix_version},
+           {"time", r.pre_fix_time},
+           {"version_unknown", r.version_unknown}}},
+         {"fixes", fixes},
+         {"mute", mute},
+         {"resolution",
+          {{"job", r.failed_in_job}, {"clean_runs", r.clean_runs}, {"flapping", r.flapping}}},
+         {"last_hit",
+          {{"source", r.last_source},
+           {"file", RedactSecrets(r.last_file)},
+           {"line", r.last_line},
+           {"text", RedactSecrets(r.last_hit)}}},
+         {"notified", notified}});
   }
   json fixes = json::array();
   for (const FixRecord& f : tracker_.fixes()) fixes.push_back(FixJson(f));

@@ -33,9 +33,9 @@ std::string_view FixOriginName(FixOrigin origin);
 std::optional<FixOrigin> ParseFixOrigin(std::string_view name);
 
 struct FixRecord {
-  int64_t id = 0;          // unique among the agent's fixes
-  std::string selector;    // a signature or a rule id
-  std::string fixed_in;    // occurrences at or above this version regress
+  int64_t id = 0;             // unique among the agent's fixes
+  std::string selector;       // a signature or a rule id
+  std::string fixed_in;       // occurrences at or above this version regress
   std::string after_version;  // occurrences above this version regress
   int64_t fixed_at_ms = 0;
   std::string by;
@@ -85,8 +85,8 @@ struct SignatureRecord {
   uint64_t count = 0;
   // The failure-severity part: `new` is the first failure, not the first warning.
   int64_t last_failure_ms = 0;
-  bool announced = false;  // `new` was raised
-  bool resolved = false;   // `resolved` was raised and nothing occurred since
+  bool announced = false;                  // `new` was raised
+  bool resolved = false;                   // `resolved` was raised and nothing occurred since
   std::vector<std::string> versions_seen;  // first appearance order, at most kMaxVersionsSeen
   // Occurrences judged not newer than the fix that covered them, by reason.
   uint64_t pre_fix_version = 0;

@@ -120,8 +120,8 @@ const SignatureRecord* SignatureTracker::Find(std::string_view signature) const 
   return it == records_.end() ? nullptr : &it->second;
 }
 
-FixJudgement SignatureTracker::Judge(const FixRecord& fix,
-                                     const Occurrence& occ, std::string* basis) const {
+FixJudgement SignatureTracker::Judge(const FixRecord& fix, const Occurrence& occ,
+                                     std::string* basis) const {
   const std::string& bound = !fix.fixed_in.empty() ? fix.fixed_in : fix.after_version;
   if (!bound.empty() && !occ.version.empty()) {
     *basis = "version";
@@ -161,9 +161,8 @@ FixJudgement SignatureTracker::Observe(const Occurrence& occ, std::vector<Lifecy
   record.last_file = event.stream_name;
   record.last_line = event.line_number;
   record.last_hit = event.text;
-  if (!occ.version.empty() &&
-      std::find(record.versions_seen.begin(), record.versions_seen.end(), occ.version) ==
-          record.versions_seen.end()) {
+  if (!occ.version.empty() && std::find(record.versions_seen.begin(), record.versions_seen.end(),
+                                        occ.version) == record.versions_seen.end()) {
     if (record.versions_seen.size() == SignatureRecord::kMaxVersionsSeen) {
       record.versions_seen.erase(record.versions_seen.begin());
     }
@@ -446,8 +445,8 @@ void SignatureTracker::TickFlapping(SignatureRecord& record, int64_t now_ms,
   std::erase_if(record.resolved_at_ms,
                 [&](int64_t at) { return now_ms - at >= options_.flap_window_ms; });
   const bool settled = record.resolved_at_ms.empty();
-  const bool due = record.flap_held &&
-                   now_ms - record.flap_notified_ms >= options_.flap_notify_interval_ms;
+  const bool due =
+      record.flap_held && now_ms - record.flap_notified_ms >= options_.flap_notify_interval_ms;
   if (!settled && !due) return;
   Touch(record);
   if (settled) record.flapping = false;

@@ -155,8 +155,7 @@ class SignatureTracker {
   void MarkAllDirty();
 
  private:
-  FixJudgement Judge(const FixRecord& fix, const Occurrence& occurrence,
-                     std::string* basis) const;
+  FixJudgement Judge(const FixRecord& fix, const Occurrence& occurrence, std::string* basis) const;
   FixRecord* MutableActiveFix(const SignatureRecord& record);
   void Notified(SignatureRecord& record, int64_t now_ms);
   void EndMute(SignatureRecord& record, int64_t now_ms, std::vector<LifecycleEvent>* out);

@@ -11,10 +11,11 @@
 //   POST /api/v1/receivers/{name}/test            {"signature": "..."}: 202, the test goes out
 //                                                 through the whole pipeline
 //
-// {id} is a signature or a rule id, percent-encoded ("deepspeed.async_io.windows_link%7Blib%3Daio%7D").
-// Every route is an admin route (loopback or the agent's own address in Host); the POST routes
-// also need `Authorization: Bearer <token>`, the token LoadAdminToken returns (admin_token.h). Answers are JSON;
-// errors are 400 (bad body), 404 (unknown signature or receiver) with {"error": "..."}.
+// {id} is a signature or a rule id, percent-encoded
+// ("deepspeed.async_io.windows_link%7Blib%3Daio%7D"). Every route is an admin route (loopback or
+// the agent's own address in Host); the POST routes also need `Authorization: Bearer <token>`, the
+// token LoadAdminToken returns (admin_token.h). Answers are JSON; errors are 400 (bad body), 404
+// (unknown signature or receiver) with {"error": "..."}.
 //
 // A change (fix, unfix, mute, unmute) is answered only once it is durable: the route asks
 // `commit` for a checkpoint of the state store and answers 200 when it committed, so a `kill -9`

@@ -2,8 +2,8 @@
 //
 //   alert_bench [SAMPLES [PEER_SAMPLES]]
 //
-// Starts `faultline run` (the binary of the build it belongs to) on a temporary folder with a state store and one webhook receiver (the
-// test receiver of tests/support), group_wait_ms 0. Then:
+// Starts `faultline run` (the binary of the build it belongs to) on a temporary folder with a state
+// store and one webhook receiver (the test receiver of tests/support), group_wait_ms 0. Then:
 //   latency: SAMPLES times, appends one line with a new signature to a tailed file and measures
 //            from the write to the webhook request arriving; prints p50, p99 and max.
 //   flood:   writes 1,000 lines with 1,000 new signatures at once, in one file (one run) and in
@@ -31,11 +31,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <string>
-#include <vector>
-
 #include <nlohmann/json.hpp>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "tests/integration/process.h"
 #include "tests/support/http_receiver.h"
@@ -56,15 +55,17 @@ root_cause: r
 fix: f
 )";
 
-std::string WriteSetup(const fs::path& dir, uint16_t port, const std::string& url, const std::string& limits) {
+std::string WriteSetup(const fs::path& dir, uint16_t port, const std::string& url,
+                       const std::string& limits) {
   fs::create_directories(dir / "rules");
   fs::create_directories(dir / "logs");
   std::ofstream(dir / "rules" / "bench.yaml") << kRule;
   const fs::path config = dir / "faultline.yaml";
-  std::ofstream(config) << "rules: {paths: [rules]}\nhttp: {listen: '127.0.0.1:" << port << "'}\n"
-                        << "sources:\n  - {id: bench, type: file, paths: ['logs/*.log'], start_at: beginning}\n"
-                        << "alerts:\n  group_wait_ms: 0\n  receivers:\n"
-                        << "    - {name: hook, type: webhook, url: '" << url << "'" << limits << "}\n";
+  std::ofstream(config)
+      << "rules: {paths: [rules]}\nhttp: {listen: '127.0.0.1:" << port << "'}\n"
+      << "sources:\n  - {id: bench, type: file, paths: ['logs/*.log'], start_at: beginning}\n"
+      << "alerts:\n  group_wait_ms: 0\n  receivers:\n"
+      << "    - {name: hook, type: webhook, url: '" << url << "'" << limits << "}\n";
   return config.string();
 }
 
@@ -76,12 +77,14 @@ void Flood(const std::string& label, const std::string& limits, int runs, int pe
   const std::string config = WriteSetup(dir, port, hook.url(), limits);
   faultline::testing::Daemon agent({"run", "-c", config});
   std::string body;
-  faultline::testing::Eventually([&] { return faultline::testing::HttpGet(port, "/readyz", &body) == 200; });
+  faultline::testing::Eventually(
+      [&] { return faultline::testing::HttpGet(port, "/readyz", &body) == 200; });
   const int total = runs * per_run;
   const auto start = Clock::now();
   for (int r = 0; r < runs; ++r) {
     std::string lines;
-    for (int i = 0; i < per_run; ++i) lines += "failure number " + std::to_string(r * per_run + i) + "\n";
+    for (int i = 0; i < per_run; ++i)
+      lines += "failure number " + std::to_string(r * per_run + i) + "\n";
     std::ofstream(dir / "logs" / ("run" + std::to_string(r) + ".log"), std::ios::app) << lines;
   }
   std::size_t items = 0;
@@ -98,10 +101,11 @@ void Flood(const std::string& label, const std::string& limits, int runs, int pe
   const auto requests = hook.requests();
   const double seconds =
       requests.empty() ? 0 : std::chrono::duration<double>(requests.back().at - start).count();
-  std::printf("flood (%s): %d runs x %d new signatures -> %zu notifications carrying %zu in "
-              "%.2f s: %.1f notifications/s, %.0f signatures/s\n",
-              label.c_str(), runs, per_run, requests.size(), items, seconds,
-              requests.size() / seconds, items / seconds);
+  std::printf(
+      "flood (%s): %d runs x %d new signatures -> %zu notifications carrying %zu in "
+      "%.2f s: %.1f notifications/s, %.0f signatures/s\n",
+      label.c_str(), runs, per_run, requests.size(), items, seconds, requests.size() / seconds,
+      items / seconds);
   agent.Stop(SIGTERM);
   fs::remove_all(dir);
 }
@@ -112,8 +116,8 @@ double Quantile(const std::vector<double>& ms, double q) {
 }
 
 // Requests to `path` among `requests`; for Alertmanager's webhook only the firing ones.
-std::vector<Clock::time_point> Arrivals(const std::vector<faultline::testing::ReceivedRequest>& requests,
-                                        const std::string& path) {
+std::vector<Clock::time_point> Arrivals(
+    const std::vector<faultline::testing::ReceivedRequest>& requests, const std::string& path) {
   std::vector<Clock::time_point> out;
   for (const auto& r : requests) {
     if (r.target != path) continue;
@@ -131,9 +135,13 @@ nlohmann::json GetJson(uint16_t port, const std::string& path) {
 }
 
 int Peer(int samples) {
-  for (const char* tool : {"/usr/bin/mtail", "/usr/bin/prometheus", "/usr/bin/prometheus-alertmanager"}) {
+  for (const char* tool :
+       {"/usr/bin/mtail", "/usr/bin/prometheus", "/usr/bin/prometheus-alertmanager"}) {
     if (!fs::exists(tool)) {
-      std::printf("peer: skipped, %s is missing (Debian packages mtail, prometheus, prometheus-alertmanager)\n", tool);
+      std::printf(
+          "peer: skipped, %s is missing (Debian packages mtail, prometheus, "
+          "prometheus-alertmanager)\n",
+          tool);
       return 0;
     }
   }
@@ -150,7 +158,8 @@ int Peer(int samples) {
 
   uint16_t mtail_port = FreePort(), prom_port = FreePort(), am_port = FreePort();
   while (prom_port == mtail_port) prom_port = FreePort();
-  while (am_port == mtail_port || am_port == prom_port || am_port == agent_port) am_port = FreePort();
+  while (am_port == mtail_port || am_port == prom_port || am_port == agent_port)
+    am_port = FreePort();
   fs::create_directories(dir / "mtail");
   std::ofstream(dir / "mtail" / "bench.mtail")
       << "counter failures_total\n/failure number \\d+/ {\n  failures_total++\n}\n";
@@ -171,16 +180,16 @@ int Peer(int samples) {
   Program mtail({"/usr/bin/mtail", "--progs", (dir / "mtail").string(), "--logs", log.string(),
                  "--address", "127.0.0.1", "--port", std::to_string(mtail_port), "--logtostderr"},
                 (dir / "mtail.log").string());
-  Program am({"/usr/bin/prometheus-alertmanager",
-              "--config.file=" + (dir / "alertmanager.yml").string(),
-              "--storage.path=" + (dir / "am").string(),
-              "--web.listen-address=127.0.0.1:" + std::to_string(am_port), "--cluster.listen-address="},
-             (dir / "am.log").string());
-  Program prometheus({"/usr/bin/prometheus", "--config.file=" + (dir / "prometheus.yml").string(),
-                      "--storage.tsdb.path=" + (dir / "data").string(),
-                      "--web.listen-address=127.0.0.1:" + std::to_string(prom_port),
-                      "--log.level=warn"},
-                     (dir / "prometheus.log").string());
+  Program am(
+      {"/usr/bin/prometheus-alertmanager", "--config.file=" + (dir / "alertmanager.yml").string(),
+       "--storage.path=" + (dir / "am").string(),
+       "--web.listen-address=127.0.0.1:" + std::to_string(am_port), "--cluster.listen-address="},
+      (dir / "am.log").string());
+  Program prometheus(
+      {"/usr/bin/prometheus", "--config.file=" + (dir / "prometheus.yml").string(),
+       "--storage.tsdb.path=" + (dir / "data").string(),
+       "--web.listen-address=127.0.0.1:" + std::to_string(prom_port), "--log.level=warn"},
+      (dir / "prometheus.log").string());
   faultline::testing::Daemon agent({"run", "-c", config});
   std::string body;
   // The counter must have a few samples at 0 first: increase() sees nothing of a series' first.
@@ -244,12 +253,14 @@ int Peer(int samples) {
   agent.Stop(SIGTERM);
   std::sort(ours.begin(), ours.end());
   std::sort(theirs.begin(), theirs.end());
-  std::printf("peer, the same %d writes, line written -> request at the receiver:\n"
-              "  faultline (group_wait_ms 0):                              p50 %.0f ms, p99 %.0f ms, max %.0f ms\n"
-              "  mtail -> Prometheus (1 s scrape and eval, increase()) -> Alertmanager (group_wait 0s):"
-              " p50 %.0f ms, p99 %.0f ms, max %.0f ms\n",
-              samples, Quantile(ours, 0.5), Quantile(ours, 0.99), ours.back(), Quantile(theirs, 0.5),
-              Quantile(theirs, 0.99), theirs.back());
+  std::printf(
+      "peer, the same %d writes, line written -> request at the receiver:\n"
+      "  faultline (group_wait_ms 0):                              p50 %.0f ms, p99 %.0f ms, max "
+      "%.0f ms\n"
+      "  mtail -> Prometheus (1 s scrape and eval, increase()) -> Alertmanager (group_wait 0s):"
+      " p50 %.0f ms, p99 %.0f ms, max %.0f ms\n",
+      samples, Quantile(ours, 0.5), Quantile(ours, 0.99), ours.back(), Quantile(theirs, 0.5),
+      Quantile(theirs, 0.99), theirs.back());
   fs::remove_all(dir);
   return 0;
 }
@@ -262,10 +273,12 @@ int main(int argc, char** argv) {
   faultline::testing::TestReceiver hook;
   const fs::path dir = faultline::testing::TempDir("alert_bench_latency");
   const uint16_t port = faultline::testing::FreePort();
-  const std::string config = WriteSetup(dir, port, hook.url(), ", rate_per_second: 1000, burst: 1000");
+  const std::string config =
+      WriteSetup(dir, port, hook.url(), ", rate_per_second: 1000, burst: 1000");
   faultline::testing::Daemon agent({"run", "-c", config});
   std::string body;
-  faultline::testing::Eventually([&] { return faultline::testing::HttpGet(port, "/readyz", &body) == 200; });
+  faultline::testing::Eventually(
+      [&] { return faultline::testing::HttpGet(port, "/readyz", &body) == 200; });
   std::vector<double> ms;
   for (int i = 0; i < samples; ++i) {
     const auto written = Clock::now();
@@ -277,16 +290,20 @@ int main(int argc, char** argv) {
       std::cerr << "no notification for sample " << i << "\n" << agent.Stderr();
       return 1;
     }
-    ms.push_back(std::chrono::duration<double, std::milli>(hook.requests()[i].at - written).count());
+    ms.push_back(
+        std::chrono::duration<double, std::milli>(hook.requests()[i].at - written).count());
     usleep(50 * 1000);  // one at a time: the figure is the latency of a lone failure
   }
   agent.Stop(SIGTERM);
   fs::remove_all(dir);
   std::sort(ms.begin(), ms.end());
-  const auto at = [&](double q) { return ms[std::min(ms.size() - 1, static_cast<std::size_t>(q * ms.size()))]; };
-  std::printf("latency, line written -> webhook request, %d samples, group_wait_ms 0: "
-              "p50 %.0f ms, p99 %.0f ms, max %.0f ms\n",
-              samples, at(0.5), at(0.99), ms.back());
+  const auto at = [&](double q) {
+    return ms[std::min(ms.size() - 1, static_cast<std::size_t>(q * ms.size()))];
+  };
+  std::printf(
+      "latency, line written -> webhook request, %d samples, group_wait_ms 0: "
+      "p50 %.0f ms, p99 %.0f ms, max %.0f ms\n",
+      samples, at(0.5), at(0.99), ms.back());
   Flood("rate limit 1000/s", ", rate_per_second: 1000, burst: 1000", 1, 1000);
   Flood("rate limit 1000/s", ", rate_per_second: 1000, burst: 1000", 200, 5);
   Flood("default webhook rate limit 10/s burst 20", "", 200, 5);

@@ -177,12 +177,12 @@ TEST_F(SignatureTrackerTest, ScriptedSequenceGivesTheExactKinds) {
   const auto add = [&](const Kinds& k) { all.insert(all.end(), k.begin(), k.end()); };
   add(See("s.x", kT0, "1.0"));
   add(See("s.x", kT0 + 1, "1.0"));
-  add(See("s.x", kT0 + 5 * kHour, "1.0"));        // ongoing
-  add(See("s.x", kT0 + 30 * kHour, "1.0"));       // recurrence
+  add(See("s.x", kT0 + 5 * kHour, "1.0"));   // ongoing
+  add(See("s.x", kT0 + 30 * kHour, "1.0"));  // recurrence
   Fix("s.x", "1.1", kT0 + 31 * kHour);
-  add(See("s.x", kT0 + 32 * kHour, "1.0"));       // pre-fix
-  add(See("s.x", kT0 + 33 * kHour, "1.1"));       // regression
-  add(See("s.x", kT0 + 38 * kHour, "1.1"));       // ongoing after the regression
+  add(See("s.x", kT0 + 32 * kHour, "1.0"));  // pre-fix
+  add(See("s.x", kT0 + 33 * kHour, "1.1"));  // regression
+  add(See("s.x", kT0 + 38 * kHour, "1.1"));  // ongoing after the regression
   EXPECT_EQ((Kinds{AlertKind::kNew, AlertKind::kOngoing, AlertKind::kRecurrence,
                    AlertKind::kRegression, AlertKind::kOngoing}),
             all);
