@@ -183,6 +183,23 @@ TEST(PatternSetEngineErrors, Re2SetThatDoesNotFitItsMemoryMatchesPatternByPatter
   EXPECT_EQ(0u, scratch.errors().vectorscan);
 }
 
+TEST(PatternSet, AMatchNearTheEndOfTheScannedBytesIsFoundWhereverTheBufferLies) {
+  // Vectorscan 5.4.9 misses a literal that ends a few dozen bytes before the end of the buffer
+  // it scans, at some buffer addresses (found by the context-window test, which failed in 1 run
+  // of 5). The first line's length moves the rest against the batch buffer's alignment.
+  const std::vector<std::string> patterns = {"needreq1",      "benignafter1", "benignbefore1",
+                                             "seqneed1",      "needreq5",     "benignafter5",
+                                             "benignbefore5", "seqneed5"};
+  auto set = Compile(patterns);
+  for (size_t shift = 0; shift < 192; ++shift) {
+    const std::vector<std::string> lines = {std::string(shift, 'x'), "step 2861 loss 0.25",
+                                            "step 2862 loss 0.25",   "step 2863 loss 0.25",
+                                            "hitbefore1 at 2865",    "benignbefore1",
+                                            "step 2867 loss 0.25"};
+    EXPECT_THAT(MatchLines(*set, lines), ElementsAre(Hit{5, 2})) << "first line " << shift;
+  }
+}
+
 TEST(PatternSetEngineErrors, Re2SetAtEveryMemoryBudgetNeverLosesAMatch) {
   // RE2::Set::Match may return false with kOutOfMemory when its DFA runs out of memory mid-line;
   // that false means "don't know", and the line must then be matched pattern by pattern. With
