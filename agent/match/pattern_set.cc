@@ -36,6 +36,10 @@ constexpr size_t kScanPadding = 64;
 // The last lines of a range (from the line holding this many bytes before its end) are scanned
 // from a padded copy; the lines before them are scanned in place, running into those last lines.
 constexpr size_t kPaddedTailBytes = 256;
+// A last line longer than this (up to max_line_bytes) is not copied: the whole range is scanned
+// in place, and then its last this many bytes from a padded copy. Only a match longer than that,
+// ending in the line's last kScanPadding bytes, can still be missed.
+constexpr size_t kMaxPaddedTailBytes = 4096;
 
 // Vectorscan flags for a pattern of each mode; recorded in cache entries and checked on load.
 uint32_t FlagsFor(PatternMode mode) {
@@ -305,11 +309,17 @@ bool PatternSet::ScanWithVectorscan(const Database& database, const LineBatch& b
   const size_t base = batch.line_begin(first_line);
   const std::string_view text = batch.text().substr(base, batch.line_end(end_line - 1) - base);
   // Where the padded tail begins: the start of the line holding the byte kPaddedTailBytes before
-  // the end (0 when the range is short or its last line long).
+  // the end (0 when the range is short), or kMaxPaddedTailBytes before the end when that line
+  // is longer.
   size_t tail = 0;
   if (text.size() > kPaddedTailBytes) {
     const size_t newline = text.rfind('\n', text.size() - kPaddedTailBytes);
     tail = newline == std::string_view::npos ? 0 : newline + 1;
+  }
+  bool tail_in_line = false;
+  if (text.size() - tail > kMaxPaddedTailBytes) {
+    tail = text.size() - kMaxPaddedTailBytes;
+    tail_in_line = true;
   }
   ScanState state{&batch,
                   &hits,
@@ -317,13 +327,13 @@ bool PatternSet::ScanWithVectorscan(const Database& database, const LineBatch& b
                   database.ids.data(),
                   database.ids.size(),
                   base,
-                  tail,
+                  tail_in_line ? text.size() : tail,
                   first_line};
   const size_t first_hit = hits.size();
-  if (tail > 0) {  // the tail's lines follow, and are at least kScanPadding bytes
-    const hs_error_t rc =
-        hs_scan(database.database, text.data(), static_cast<unsigned>(tail + kScanPadding), 0,
-                scratch.hs_scratch_, OnCandidate, &state);
+  if (tail > 0) {  // the tail's bytes follow, at least kScanPadding of them
+    const size_t scanned = tail_in_line ? text.size() : tail + kScanPadding;
+    const hs_error_t rc = hs_scan(database.database, text.data(), static_cast<unsigned>(scanned), 0,
+                                  scratch.hs_scratch_, OnCandidate, &state);
     if (rc != HS_SUCCESS || state.foreign) return false;
   }
   scratch.padded_tail_.assign(text.substr(tail));
