@@ -1,32 +1,31 @@
 // Alerts as a user gets them: the real binary, real files, the state store on disk, and real HTTP
 // receivers on loopback that the tests start and script (tests/support/http_receiver.h).
 #include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <filesystem>
-#include <set>
-#include <thread>
 #include <fstream>
-#include <sstream>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
 #include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <thread>
 
+#include "tests/integration/agent_folder.h"
 #include "tests/integration/process.h"
 #include "tests/support/http_receiver.h"
 
 namespace faultline {
 namespace {
 
-using ::testing::HasSubstr;
 using nlohmann::json;
 using testing::Daemon;
 using testing::Eventually;
+using ::testing::HasSubstr;
 using testing::HttpGet;
 using testing::ScriptedResponse;
 using testing::TestReceiver;
@@ -59,25 +58,12 @@ root_cause: r
 fix: f
 )";
 
-double Sample(const std::string& metrics, const std::string& series) {
-  std::istringstream in(metrics);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
-  }
-  return -1;
-}
-
-class AlertsTest : public ::testing::Test {
+class AlertsTest : public testing::AgentFolderTest {
  protected:
   void SetUp() override {
-    dir_ = testing::TempDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_ + "/rules");
-    std::filesystem::create_directories(dir_ + "/logs");
-    std::ofstream(dir_ + "/rules/t.yaml") << kRules;
-    port_ = testing::FreePort();
+    AgentFolderTest::SetUp();
+    WriteFile("rules/t.yaml", kRules);
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
   // A config with `receivers` (YAML list items, indented under alerts.receivers).
   std::string WriteConfig(const std::string& receivers, int group_wait_ms = 0,
@@ -114,9 +100,6 @@ class AlertsTest : public ::testing::Test {
     for (const auto& request : r.requests()) kinds.push_back(Body(request)["kind"]);
     return kinds;
   }
-
-  std::string dir_;
-  uint16_t port_ = 0;
 };
 
 TEST_F(AlertsTest, TenThousandIdenticalLinesAreOneNotificationWithTheirCount) {
@@ -129,7 +112,10 @@ TEST_F(AlertsTest, TenThousandIdenticalLinesAreOneNotificationWithTheirCount) {
   Append("train.log", lines);
   ASSERT_TRUE(hook.WaitFor(1));
   ASSERT_TRUE(Eventually([&] {
-    return Sample(Metrics(), "faultline_signature_matches_total{severity=\"error\",signature=\"t.cuda_oom\"}") == 10000;
+    return testing::Sample(
+               Metrics(),
+               "faultline_signature_matches_total{severity=\"error\",signature=\"t.cuda_oom\"}") ==
+           10000;
   }));
   const json body = Body(hook.requests()[0]);
   EXPECT_EQ("new", body["kind"]);
@@ -163,7 +149,10 @@ TEST_F(AlertsTest, OnlyTheFailingReceiverIsRetried) {
   EXPECT_EQ(attempts[0].body, attempts[2].body) << "a retry sends the same message";
   const json message = json::parse(attempts[2].body);
   EXPECT_THAT(message["text"].get<std::string>(), HasSubstr("NEW: t.cuda_oom"));
-  EXPECT_THAT(Metrics(), HasSubstr("faultline_notifications_total{kind=\"new\",receiver=\"chat\",result=\"retried\"} 2"));
+  EXPECT_THAT(
+      Metrics(),
+      HasSubstr(
+          "faultline_notifications_total{kind=\"new\",receiver=\"chat\",result=\"retried\"} 2"));
 }
 
 TEST_F(AlertsTest, RateLimitedReceiverWaitsRetryAfterAndAGoneOneIsDisabledWithAMetaAlert) {
@@ -198,9 +187,9 @@ TEST_F(AlertsTest, VersionStoryFixedIn0150Then0142IsNoRegressionThen0151IsOne) {
       WriteConfig(Hook("hook", hook), 0, std::string(FAULTLINE_SOURCE_DIR) + "/rules");
   Daemon agent({"run", "-c", config});
   ASSERT_TRUE(Eventually([&] { return Ready(); }, std::chrono::seconds(60))) << agent.Stderr();
-  const testing::Completed fixed =
-      testing::RunFaultline({"fix", "deepspeed.async_io.windows_link", "--version", "0.15.0",
-                             "--note", "op builder skips aio on Windows", "--by", "alice", "-c", config});
+  const testing::Completed fixed = testing::RunFaultline(
+      {"fix", "deepspeed.async_io.windows_link", "--version", "0.15.0", "--note",
+       "op builder skips aio on Windows", "--by", "alice", "-c", config});
   ASSERT_EQ(0, fixed.exit_code) << fixed.err;
   const std::string build =
       "  Building wheel for deepspeed (setup.py): started\n"
@@ -221,7 +210,8 @@ TEST_F(AlertsTest, VersionStoryFixedIn0150Then0142IsNoRegressionThen0151IsOne) {
   };
   Append("build-0142.log", "Collecting deepspeed==0.14.2\n" + build);
   ASSERT_TRUE(Eventually([&] {
-    return Metrics().find("faultline_signature_occurrences_total{reason=\"pre_fix_version\"") != std::string::npos;
+    return Metrics().find("faultline_signature_occurrences_total{reason=\"pre_fix_version\"") !=
+           std::string::npos;
   })) << Metrics();
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   EXPECT_TRUE(about_fix().empty()) << "an old version is not a regression";
@@ -254,13 +244,16 @@ TEST_F(AlertsTest, FourLocalisedLinesAreOneSignatureAndOneNewAndCufileIsAnother)
          "DS_BUILD_OPS=1\n"
          "LINK : fatal error LNK1181: cannot open input file 'aio.lib'\n"
          "LINK : fatal error LNK1181: \xE6\x97\xA0\xE6\xB3\x95\xE6\x89\x93\xE5\xBC\x80\xE8\xBE\x93"
-         "\xE5\x85\xA5\xE6\x96\x87\xE4\xBB\xB6\xE2\x80\x9C" "aio.lib\xE2\x80\x9D\n"
-         "LINK : fatal error LNK1181: Eingabedatei \"aio.lib\" kann nicht ge\xC3\xB6" "ffnet werden.\n"
+         "\xE5\x85\xA5\xE6\x96\x87\xE4\xBB\xB6\xE2\x80\x9C"
+         "aio.lib\xE2\x80\x9D\n"
+         "LINK : fatal error LNK1181: Eingabedatei \"aio.lib\" kann nicht ge\xC3\xB6"
+         "ffnet werden.\n"
          "LINK : fatal error LNK1181: no se puede abrir el archivo de entrada 'aio.lib'\n"
          "[ERROR] Unable to pre-compile async_io\n");
   const std::string aio =
-      "faultline_signature_matches_total{lib=\"aio\",severity=\"error\",signature=\"deepspeed.async_io.windows_link\"}";
-  ASSERT_TRUE(Eventually([&] { return Sample(Metrics(), aio) == 4; })) << Metrics();
+      "faultline_signature_matches_total{lib=\"aio\",severity=\"error\",signature=\"deepspeed."
+      "async_io.windows_link\"}";
+  ASSERT_TRUE(Eventually([&] { return testing::Sample(Metrics(), aio) == 4; })) << Metrics();
   std::this_thread::sleep_for(std::chrono::milliseconds(800));
   std::vector<std::string> news;
   for (const auto& r : hook.requests()) {
@@ -277,7 +270,8 @@ TEST_F(AlertsTest, FourLocalisedLinesAreOneSignatureAndOneNewAndCufileIsAnother)
     for (const auto& r : hook.requests()) {
       const json body = Body(r);
       for (const json& a : body["alerts"]) {
-        if (a["signature"] == "deepspeed.async_io.windows_link{lib=cufile}") return a["kind"] == "new";
+        if (a["signature"] == "deepspeed.async_io.windows_link{lib=cufile}")
+          return a["kind"] == "new";
       }
     }
     return false;
@@ -296,7 +290,9 @@ TEST_F(AlertsTest, AWarningIsCountedButPagesNobody) {
          "ds_accelerator to cuda (auto detect)\n"
          "test.c\nLINK : fatal error LNK1181: cannot open input file 'aio.lib'\n");
   ASSERT_TRUE(Eventually([&] {
-    return Sample(Metrics(), "faultline_signature_matches_total{lib=\"aio\",severity=\"warning\",signature=\"deepspeed.async_io.windows_link\"}") == 1;
+    return testing::Sample(Metrics(),
+                           "faultline_signature_matches_total{lib=\"aio\",severity=\"warning\","
+                           "signature=\"deepspeed.async_io.windows_link\"}") == 1;
   })) << Metrics();
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   EXPECT_EQ(0u, hook.count());
@@ -316,13 +312,16 @@ TEST_F(AlertsTest, AReloadKeepsTheLifecycleAndAlertsOnTheNewRules) {
          "match: ['Segmentation fault \\(core dumped\\)']\nroot_cause: r\nfix: f\n";
   kill(agent.pid(), SIGHUP);
   ASSERT_TRUE(Eventually([&] {
-    return Sample(Metrics(), "faultline_config_reloads_total{result=\"success\"}") == 1;
+    return testing::Sample(Metrics(), "faultline_config_reloads_total{result=\"success\"}") == 1;
   })) << agent.Stderr();
 
   Append("train.log", "RuntimeError: CUDA out of memory.\nSegmentation fault (core dumped)\n");
   ASSERT_TRUE(hook.WaitFor(2)) << agent.Stderr();
   ASSERT_TRUE(Eventually([&] {
-    return Sample(Metrics(), "faultline_signature_matches_total{severity=\"error\",signature=\"t.cuda_oom\"}") == 2;
+    return testing::Sample(
+               Metrics(),
+               "faultline_signature_matches_total{severity=\"error\",signature=\"t.cuda_oom\"}") ==
+           2;
   }));
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   // The known signature is not announced again; the new rule's first failure is, by its title.
@@ -344,7 +343,10 @@ TEST_F(AlertsTest, MutedSignaturesAreCountedAndSummarisedWhenUnmuted) {
   ASSERT_EQ(0, muted.exit_code) << muted.err;
   Append("b.log", "RuntimeError: CUDA out of memory.\nRuntimeError: CUDA out of memory.\n");
   ASSERT_TRUE(Eventually([&] {
-    return Sample(Metrics(), "faultline_signature_matches_total{severity=\"error\",signature=\"t.cuda_oom\"}") == 3;
+    return testing::Sample(
+               Metrics(),
+               "faultline_signature_matches_total{severity=\"error\",signature=\"t.cuda_oom\"}") ==
+           3;
   }));
   const testing::Completed unmuted = testing::RunFaultline({"unmute", "t.cuda_oom", "-c", config});
   ASSERT_EQ(0, unmuted.exit_code) << unmuted.err;
@@ -487,9 +489,9 @@ TEST_F(AlertsTest, ResolvedAfterThreeSuccessfulRunsAndFlappingAfterThreeCycles) 
   ASSERT_TRUE(ShipRun(builds, failing));
   ASSERT_TRUE(Eventually([&] { return count() == 4; }));
   ASSERT_TRUE(Eventually([&] {
-    return Sample(Metrics(), "faultline_alert_events_total{kind=\"recurrence\"}") == 3;
+    return testing::Sample(Metrics(), "faultline_alert_events_total{kind=\"recurrence\"}") == 3;
   }));
-  EXPECT_EQ(0, Sample(Metrics(), "faultline_notification_queue_depth{receiver=\"hook\"}"));
+  EXPECT_EQ(0, testing::Sample(Metrics(), "faultline_notification_queue_depth{receiver=\"hook\"}"));
   EXPECT_EQ(6u, hook.count());
 
   // Persisted with the rest of the lifecycle.
