@@ -86,6 +86,11 @@ std::string AlertStates::SignatureToJson(const SignatureRecord& r) {
          {"last_notified_ms", r.last_notified_ms},
          {"since_notified", r.since_notified},
          {"notified_by_receiver", r.notified_by_receiver},
+         {"failed_in_job", r.failed_in_job},
+         {"clean_runs", r.clean_runs},
+         {"resolved_at_ms", r.resolved_at_ms},
+         {"flapping", r.flapping},
+         {"flap_notified_ms", r.flap_notified_ms},
          {"last_recurrence_ms", r.last_recurrence_ms},
          {"recurrence_backoff_ms", r.recurrence_backoff_ms},
          {"last_source", r.last_source},
@@ -93,6 +98,7 @@ std::string AlertStates::SignatureToJson(const SignatureRecord& r) {
          {"last_line", r.last_line},
          {"last_hit", r.last_hit}};
   if (r.mute) j["mute"] = MuteToJson(*r.mute);
+  if (r.flap_held) j["flap_held"] = AlertKindName(*r.flap_held);
   return Dump(j);
 }
 
@@ -116,6 +122,13 @@ std::optional<SignatureRecord> AlertStates::SignatureFromJson(std::string_view t
     r.last_notified_ms = j.at("last_notified_ms").get<int64_t>();
     r.since_notified = j.at("since_notified").get<uint64_t>();
     r.notified_by_receiver = j.at("notified_by_receiver").get<std::map<std::string, int64_t>>();
+    // Resolution by runs and flapping came later: a record written before has neither.
+    r.failed_in_job = j.value("failed_in_job", std::string());
+    r.clean_runs = j.value("clean_runs", uint64_t{0});
+    r.resolved_at_ms = j.value("resolved_at_ms", std::vector<int64_t>());
+    r.flapping = j.value("flapping", false);
+    r.flap_notified_ms = j.value("flap_notified_ms", int64_t{0});
+    if (j.contains("flap_held")) r.flap_held = ParseAlertKind(j.at("flap_held").get<std::string>());
     r.last_recurrence_ms = j.at("last_recurrence_ms").get<int64_t>();
     r.recurrence_backoff_ms = j.at("recurrence_backoff_ms").get<int64_t>();
     r.last_source = j.at("last_source").get<std::string>();

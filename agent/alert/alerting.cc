@@ -106,7 +106,8 @@ Alerting::Alerting(asio::io_context& io, const Config& config, const std::vector
       tracker_(LifecycleOptions{
           .quiet_for_ms = config.alerts.quiet_for_ms,
           .repeat_interval_ms = config.alerts.repeat_interval_ms,
-          .min_severity = ParseSeverity(config.alerts.min_severity).value_or(Severity::kError)}),
+          .min_severity = ParseSeverity(config.alerts.min_severity).value_or(Severity::kError),
+          .resolve_after_runs = config.alerts.resolve_after_runs}),
       group_timer_(io),
       dispatch_timer_(io),
       tick_timer_(io),
@@ -229,6 +230,12 @@ std::string Alerting::NewId(std::string_view prefix) const {
 
 void Alerting::OnBatch(uint64_t stream_id, const std::string& source_id, const LineBatch& batch,
                        uint64_t first_line, bool matched) {
+  if (matched && batch.size() > 0) {
+    if (!runs_.contains(stream_id) && runs_.size() >= kMaxStreams) runs_.erase(runs_.begin());
+    Run& run = runs_[stream_id];
+    run.job = source_id;
+    run.lines = true;
+  }
   if (!matched) {
     if (watcher_->empty()) return;
     std::vector<VersionWatcher::Hit> hits;
@@ -308,8 +315,30 @@ std::string Alerting::VersionAt(uint64_t stream_id, const std::string& source_id
   return "";
 }
 
+void Alerting::OnStreamEnd(uint64_t stream_id) {
+  const auto it = runs_.find(stream_id);
+  if (it == runs_.end()) return;
+  const Run run = std::move(it->second);
+  runs_.erase(it);
+  if (!runs_tracked_ || !run.lines || run.failed) return;
+  std::vector<LifecycleEvent> events;
+  const int64_t now = clock_();
+  tracker_.OnCleanRun(run.job, now, &events);
+  Raise(events, nullptr, now);
+}
+
 void Alerting::OnFinding(const FindingEvent& event) {
   const int64_t now = clock_();
+  if (event.severity >= tracker_.options().min_severity) {
+    // Matched lines come before their batch is shown (OnBatch after matching), so the run may
+    // not be known yet.
+    if (!runs_.contains(event.stream_id) && runs_.size() >= kMaxStreams) {
+      runs_.erase(runs_.begin());
+    }
+    Run& run = runs_[event.stream_id];
+    run.job = event.source_id;
+    run.failed = true;
+  }
   const Rule* rule = RuleOf(event.rule_id);
   Occurrence occ;
   occ.event = &event;
@@ -621,6 +650,8 @@ void Alerting::OnDelivered(int64_t seq, DeliveryOutcome outcome) {
     case RetryDecision::Action::kRetry:
     case RetryDecision::Action::kPauseReceiver:
       spdlog::warn("alert to {} failed ({}); next try in {} ms", target, d.reason, d.delay.count());
+      // The backoff is kept in the store soon, so that a restart waits it out too.
+      if (store_backed_ && !notification.test && request_checkpoint_) request_checkpoint_();
       break;
     case RetryDecision::Action::kDeadLetter:
       spdlog::error("alert {} to {} dead-lettered: {}", notification.id, target, d.reason);
@@ -827,31 +858,40 @@ std::string Alerting::SignaturesJson() const {
     json notified = json::object();
     for (const auto& [receiver, at] : r.notified_by_receiver)
       notified[receiver] = FormatTimestampMs(at);
-    list.push_back({{"signature", signature},
-                    {"rule_id", r.rule_id},
-                    {"labels", labels},
-                    {"state", SignatureStateName(tracker_.StateOf(r, now))},
-                    {"count", r.count},
-                    {"first_seen", FormatTimestampMs(r.first_seen_ms)},
-                    {"last_seen", FormatTimestampMs(r.last_seen_ms)},
-                    {"versions_seen", r.versions_seen},
-                    {"pre_fix",
-                     {{"version", r.pre_fix_version},
-                      {"time", r.pre_fix_time},
-                      {"version_unknown", r.version_unknown}}},
-                    {"fixes", fixes},
-                    {"mute", mute},
-                    {"last_hit",
-                     {{"source", r.last_source},
-                      {"file", RedactSecrets(r.last_file)},
-                      {"line", r.last_line},
-                      {"text", RedactSecrets(r.last_hit)}}},
-                    {"notified", notified}});
+    list.push_back(
+        {{"signature", signature},
+         {"rule_id", r.rule_id},
+         {"labels", labels},
+         {"state", SignatureStateName(tracker_.StateOf(r, now))},
+         {"count", r.count},
+         {"first_seen", FormatTimestampMs(r.first_seen_ms)},
+         {"last_seen", FormatTimestampMs(r.last_seen_ms)},
+         {"versions_seen", r.versions_seen},
+         {"pre_fix",
+          {{"version", r.pre_fix_version},
+           {"time", r.pre_fix_time},
+           {"version_unknown", r.version_unknown}}},
+         {"fixes", fixes},
+         {"mute", mute},
+         {"resolution",
+          {{"job", r.failed_in_job}, {"clean_runs", r.clean_runs}, {"flapping", r.flapping}}},
+         {"last_hit",
+          {{"source", r.last_source},
+           {"file", RedactSecrets(r.last_file)},
+           {"line", r.last_line},
+           {"text", RedactSecrets(r.last_hit)}}},
+         {"notified", notified}});
   }
   json fixes = json::array();
   for (const FixRecord& f : tracker_.fixes()) fixes.push_back(FixJson(f));
   return json{{"signatures", list}, {"fixes", fixes}}.dump(2, ' ', false,
                                                            json::error_handler_t::replace);
+}
+
+std::string Alerting::StateName(std::string_view signature) const {
+  const SignatureRecord* record = tracker_.Find(signature);
+  if (record == nullptr) return "";
+  return std::string(SignatureStateName(tracker_.StateOf(*record, clock_())));
 }
 
 std::string Alerting::ReceiversJson() const {

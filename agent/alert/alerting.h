@@ -105,6 +105,11 @@ class Alerting {
   // Every batch of a stream, before (`matched` false) and after it was matched.
   void OnBatch(uint64_t stream_id, const std::string& source_id, const LineBatch& batch,
                uint64_t first_line, bool matched);
+  // A stream (a run of its source, the job) ended by itself: a run with lines and no failure is
+  // a successful run of its job (SignatureTracker::OnCleanRun).
+  void OnStreamEnd(uint64_t stream_id);
+  // The agent is stopping: streams it closes now are not runs that ended.
+  void StopRuns() { runs_tracked_ = false; }
 
   // The admin operations (CLI and API). `selector` is a signature or a rule id.
   struct FixRequest {
@@ -131,6 +136,8 @@ class Alerting {
 
   // JSON for GET /api/v1/signatures and `faultline signatures`.
   std::string SignaturesJson() const;
+  // The lifecycle state of `signature` ("flapping", "regressed", ...); empty when unknown.
+  std::string StateName(std::string_view signature) const;
   // JSON of every target's delivery state.
   std::string ReceiversJson() const;
 
@@ -172,6 +179,12 @@ class Alerting {
     std::string source_id;
     // Per package: (line, version), oldest first, a few kept.
     std::map<std::string, std::deque<std::pair<uint64_t, std::string>>> versions;
+  };
+  // A stream as a run of its job: whether it had lines and a failure.
+  struct Run {
+    std::string job;
+    bool lines = false;
+    bool failed = false;
   };
   struct Waiting {
     uint64_t stream_id = 0;
@@ -221,6 +234,8 @@ class Alerting {
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 
   std::map<uint64_t, StreamInfo> streams_;
+  std::map<uint64_t, Run> runs_;  // by stream id, the oldest forgotten beyond kMaxStreams
+  bool runs_tracked_ = true;
   std::map<std::string, Group> groups_;          // by target + '\n' + run
   std::map<std::string, TestDone> tests_;        // by notification id
   std::map<int64_t, std::string> test_entries_;  // outbox seq -> notification id

@@ -34,8 +34,7 @@ std::optional<OutboxEntry::State> ParseOutboxState(std::string_view name) {
   return std::nullopt;
 }
 
-Outbox::Outbox(std::vector<OutboxTarget> targets, bool store_backed)
-    : store_backed_(store_backed) {
+Outbox::Outbox(std::vector<OutboxTarget> targets, bool store_backed) : store_backed_(store_backed) {
   for (OutboxTarget& t : targets) {
     Bucket bucket;
     bucket.tokens = t.burst;
@@ -189,8 +188,8 @@ std::optional<int64_t> Outbox::NextWakeup(int64_t now_ms) const {
           target.burst, b.tokens + target.rate_per_second *
                                        std::max<int64_t>(0, now_ms - b.refilled_ms) / 1000.0);
       if (tokens < 1) {
-        at = std::max(at, now_ms + static_cast<int64_t>(std::ceil(
-                                       (1 - tokens) * 1000.0 / target.rate_per_second)));
+        at = std::max(at, now_ms + static_cast<int64_t>(
+                                       std::ceil((1 - tokens) * 1000.0 / target.rate_per_second)));
       }
     }
     consider(std::max(at, now_ms));
@@ -233,9 +232,9 @@ RetryDecision Outbox::OnResult(int64_t seq, const DeliveryOutcome& outcome, int6
   const OutboxTarget& target = config_.at(e.target);
   TargetStatus& status = status_[e.target];
   e.in_flight = false;
-  const RetryDecision d =
-      target.policy.Decide(outcome, e.attempts, std::chrono::milliseconds(now_ms - e.first_attempt_ms),
-                           now_ms / 1000, uniform01);
+  const RetryDecision d = target.policy.Decide(
+      outcome, e.attempts, std::chrono::milliseconds(now_ms - e.first_attempt_ms), now_ms / 1000,
+      uniform01);
   e.last_result = d.reason;
   dirty_.insert(seq);
   switch (d.action) {
@@ -311,9 +310,9 @@ void Outbox::Restore(std::vector<OutboxEntry> entries) {
     if (!config_.contains(e.target)) continue;  // its receiver is gone from the config
     e.durable = true;
     e.in_flight = false;
-    // A restart tries at once instead of waiting out a backoff the dead process chose: it is
-    // often what brought the receiver back. The attempts keep counting towards the backoff.
-    e.next_attempt_ms = 0;
+    // The backoff the dead process chose holds (it is wall-clock time): an agent that crashes
+    // and restarts in a loop must not try a dead receiver once per start. A pause (429) is the
+    // head entry's next attempt too, so it holds as well.
     if (e.state == OutboxEntry::State::kQueued) {
       queues_[e.target].push_back(e.seq);
       ++status_[e.target].queued;

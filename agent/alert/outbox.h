@@ -36,8 +36,8 @@ namespace faultline {
 
 struct OutboxEntry {
   enum class State { kQueued, kDelivered, kDeadLettered, kCoalesced };
-  int64_t seq = 0;      // order of making, unique
-  std::string target;   // the target it goes to
+  int64_t seq = 0;     // order of making, unique
+  std::string target;  // the target it goes to
   Notification notification;
   State state = State::kQueued;
   int attempts = 0;
@@ -114,9 +114,10 @@ class Outbox {
     std::vector<int64_t> removed;
   };
   Dirty TakeDirty();
-  // Entries read back at start; queued ones are durable by definition and due at once, in-flight
-  // ones are queued again (their attempt may or may not have reached the receiver: at-least-once,
-  // and the same webhook-id lets the receiver tell).
+  // Entries read back at start; queued ones are durable by definition and due when their saved
+  // next attempt comes (a backoff or a 429's pause outlives the process, at most the policy's
+  // cap or the Retry-After), in-flight ones are queued again (their attempt may or may not have
+  // reached the receiver: at-least-once, and the same webhook-id lets the receiver tell).
   void Restore(std::vector<OutboxEntry> entries);
   void MarkAllDirty();
 
@@ -136,7 +137,7 @@ class Outbox {
   std::map<std::string, OutboxTarget, std::less<>> config_;
   std::map<std::string, TargetStatus, std::less<>> status_;
   std::map<std::string, Bucket, std::less<>> buckets_;
-  std::map<int64_t, OutboxEntry> entries_;            // every live entry, by seq
+  std::map<int64_t, OutboxEntry> entries_;                          // every live entry, by seq
   std::map<std::string, std::deque<int64_t>, std::less<>> queues_;  // queued seqs per target
   int64_t next_seq_ = 1;
   std::set<int64_t> dirty_;

@@ -24,6 +24,8 @@
 #include <utility>
 #include <vector>
 
+#include "agent/alert/notification.h"
+
 namespace faultline {
 
 enum class FixOrigin { kCli, kApi, kConfig, kObserved };
@@ -31,9 +33,9 @@ std::string_view FixOriginName(FixOrigin origin);
 std::optional<FixOrigin> ParseFixOrigin(std::string_view name);
 
 struct FixRecord {
-  int64_t id = 0;          // unique among the agent's fixes
-  std::string selector;    // a signature or a rule id
-  std::string fixed_in;    // occurrences at or above this version regress
+  int64_t id = 0;             // unique among the agent's fixes
+  std::string selector;       // a signature or a rule id
+  std::string fixed_in;       // occurrences at or above this version regress
   std::string after_version;  // occurrences above this version regress
   int64_t fixed_at_ms = 0;
   std::string by;
@@ -60,7 +62,16 @@ struct MuteRecord {
   static constexpr std::size_t kMaxMutedRuns = 1000;
 };
 
-enum class SignatureState { kNew, kActive, kQuiet, kFixed, kRegressed, kMuted };
+enum class SignatureState {
+  kNew,
+  kActive,
+  kQuiet,
+  kFixed,
+  kRegressed,
+  kMuted,
+  kResolved,  // resolved by successful runs, not failing since
+  kFlapping,  // fired and resolved again and again (signature_tracker.h)
+};
 std::string_view SignatureStateName(SignatureState state);
 
 struct SignatureRecord {
@@ -74,8 +85,8 @@ struct SignatureRecord {
   uint64_t count = 0;
   // The failure-severity part: `new` is the first failure, not the first warning.
   int64_t last_failure_ms = 0;
-  bool announced = false;  // `new` was raised
-  bool resolved = false;   // `resolved` was raised and nothing occurred since
+  bool announced = false;                  // `new` was raised
+  bool resolved = false;                   // `resolved` was raised and nothing occurred since
   std::vector<std::string> versions_seen;  // first appearance order, at most kMaxVersionsSeen
   // Occurrences judged not newer than the fix that covered them, by reason.
   uint64_t pre_fix_version = 0;
@@ -85,6 +96,17 @@ struct SignatureRecord {
   int64_t last_notified_ms = 0;
   uint64_t since_notified = 0;  // failure occurrences since then
   std::map<std::string, int64_t> notified_by_receiver;
+  // Resolution by runs: the job (source id) of the last failure and the successful runs of that
+  // job since it.
+  std::string failed_in_job;
+  uint64_t clean_runs = 0;
+  // Flapping: when it was resolved within the flap window (newest last), whether it is flapping,
+  // when a message about it last went out while it was, and the kind of the latest event held
+  // back since then (sent when the hour is up or the flapping ends).
+  std::vector<int64_t> resolved_at_ms;
+  bool flapping = false;
+  int64_t flap_notified_ms = 0;
+  std::optional<AlertKind> flap_held;
   // Recurrence backoff (exponential realert, 1 h doubling to 24 h).
   int64_t last_recurrence_ms = 0;
   int64_t recurrence_backoff_ms = 0;

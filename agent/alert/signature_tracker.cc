@@ -32,6 +32,15 @@ std::string MuteSummary(const MuteRecord& mute) {
   return s;
 }
 
+std::string FlapNote(const SignatureRecord& record) {
+  return "flapping: " + std::to_string(record.resolved_at_ms.size()) +
+         " fire/resolve cycles within the last hour; at most one message an hour until it settles";
+}
+
+std::string WithNote(std::string detail, const std::string& note) {
+  return detail.empty() ? note : detail + "; " + note;
+}
+
 }  // namespace
 
 std::string_view FixOriginName(FixOrigin origin) {
@@ -62,6 +71,10 @@ std::string_view SignatureStateName(SignatureState state) {
       return "regressed";
     case SignatureState::kMuted:
       return "muted";
+    case SignatureState::kResolved:
+      return "resolved";
+    case SignatureState::kFlapping:
+      return "flapping";
   }
   return "active";
 }
@@ -91,11 +104,13 @@ FixRecord* SignatureTracker::MutableActiveFix(const SignatureRecord& record) {
 
 SignatureState SignatureTracker::StateOf(const SignatureRecord& record, int64_t now_ms) const {
   if (record.mute && record.mute->until_ms > now_ms) return SignatureState::kMuted;
+  if (record.flapping) return SignatureState::kFlapping;
   if (const FixRecord* fix = LatestFix(record)) {
     return fix->regressed_signatures.contains(record.signature) ? SignatureState::kRegressed
                                                                 : SignatureState::kFixed;
   }
   if (now_ms - record.last_seen_ms >= options_.quiet_for_ms) return SignatureState::kQuiet;
+  if (record.resolved) return SignatureState::kResolved;
   if (now_ms - record.first_seen_ms < options_.quiet_for_ms) return SignatureState::kNew;
   return SignatureState::kActive;
 }
@@ -105,8 +120,8 @@ const SignatureRecord* SignatureTracker::Find(std::string_view signature) const 
   return it == records_.end() ? nullptr : &it->second;
 }
 
-FixJudgement SignatureTracker::Judge(const FixRecord& fix,
-                                     const Occurrence& occ, std::string* basis) const {
+FixJudgement SignatureTracker::Judge(const FixRecord& fix, const Occurrence& occ,
+                                     std::string* basis) const {
   const std::string& bound = !fix.fixed_in.empty() ? fix.fixed_in : fix.after_version;
   if (!bound.empty() && !occ.version.empty()) {
     *basis = "version";
@@ -146,9 +161,8 @@ FixJudgement SignatureTracker::Observe(const Occurrence& occ, std::vector<Lifecy
   record.last_file = event.stream_name;
   record.last_line = event.line_number;
   record.last_hit = event.text;
-  if (!occ.version.empty() &&
-      std::find(record.versions_seen.begin(), record.versions_seen.end(), occ.version) ==
-          record.versions_seen.end()) {
+  if (!occ.version.empty() && std::find(record.versions_seen.begin(), record.versions_seen.end(),
+                                        occ.version) == record.versions_seen.end()) {
     if (record.versions_seen.size() == SignatureRecord::kMaxVersionsSeen) {
       record.versions_seen.erase(record.versions_seen.begin());
     }
@@ -167,8 +181,11 @@ FixJudgement SignatureTracker::Observe(const Occurrence& occ, std::vector<Lifecy
   if (event.severity < options_.min_severity) return FixJudgement::kNoFix;
 
   const int64_t previous_failure = record.last_failure_ms;
+  const bool was_resolved = record.resolved;
   record.last_failure_ms = now;
   record.resolved = false;
+  record.failed_in_job = event.source_id;
+  record.clean_runs = 0;
   const auto raise = [&](LifecycleEvent e) {
     e.signature = record.signature;
     e.version = occ.version;
@@ -176,7 +193,7 @@ FixJudgement SignatureTracker::Observe(const Occurrence& occ, std::vector<Lifecy
     // Muted or not, the digest cadence goes on: the mute's end summarises what it hid, so
     // nothing is owed afterwards.
     Notified(record, now);
-    out->push_back(std::move(e));
+    Emit(record, std::move(e), now, out);
   };
 
   if (FixRecord* active = MutableActiveFix(record)) {
@@ -220,6 +237,16 @@ FixJudgement SignatureTracker::Observe(const Occurrence& occ, std::vector<Lifecy
     LifecycleEvent e;
     e.kind = AlertKind::kNew;
     e.count_since_last = record.since_notified;
+    raise(std::move(e));
+    return FixJudgement::kNoFix;
+  }
+  if (was_resolved && previous_failure != 0 && now - previous_failure < options_.quiet_for_ms) {
+    // Resolved by runs (or by a fix since removed): receivers closed the alert, so it fires
+    // again, however soon. A quiet_for resolution is the recurrence below, with its backoff.
+    LifecycleEvent e;
+    e.kind = AlertKind::kRecurrence;
+    e.count_since_last = record.since_notified;
+    e.detail = "failing again after it was resolved";
     raise(std::move(e));
     return FixJudgement::kNoFix;
   }
@@ -273,14 +300,12 @@ const FixRecord& SignatureTracker::AddFix(FixRecord fix, int64_t now_ms,
   const FixRecord& stored = fixes_.back();
   for (auto& [signature, record] : records_) {
     if (!stored.Covers(signature, record.rule_id) || !record.announced || record.resolved) continue;
-    record.resolved = true;
-    Touch(record);
     LifecycleEvent e;
     e.kind = AlertKind::kResolved;
     e.signature = signature;
     e.fix = stored;
     e.muted = record.mute && record.mute->until_ms > now_ms;
-    out->push_back(std::move(e));
+    Resolve(record, std::move(e), now_ms, out);
   }
   return stored;
 }
@@ -352,20 +377,107 @@ std::size_t SignatureTracker::Unmute(std::string_view selector, int64_t now_ms,
   return n;
 }
 
+void SignatureTracker::Emit(SignatureRecord& record, LifecycleEvent e, int64_t now_ms,
+                            std::vector<LifecycleEvent>* out) {
+  if (record.flapping && !e.muted) {
+    if (record.flap_notified_ms != 0 &&
+        now_ms - record.flap_notified_ms < options_.flap_notify_interval_ms) {
+      // Counted as raised, not sent; the latest held kind goes out when the hour is up.
+      record.flap_held = e.kind;
+      e.muted = true;
+    } else {
+      record.flap_notified_ms = now_ms;
+      record.flap_held.reset();
+      e.detail = WithNote(std::move(e.detail), FlapNote(record));
+    }
+    Touch(record);
+  }
+  out->push_back(std::move(e));
+}
+
+void SignatureTracker::Resolve(SignatureRecord& record, LifecycleEvent e, int64_t now_ms,
+                               std::vector<LifecycleEvent>* out) {
+  record.resolved = true;
+  record.clean_runs = 0;
+  Touch(record);
+  std::erase_if(record.resolved_at_ms,
+                [&](int64_t at) { return now_ms - at >= options_.flap_window_ms; });
+  record.resolved_at_ms.push_back(now_ms);
+  // Only the count within the window matters; a few more than the threshold is plenty.
+  const std::size_t keep = std::max<std::size_t>(options_.flap_cycles, 1) * 4;
+  if (record.resolved_at_ms.size() > keep) {
+    record.resolved_at_ms.erase(record.resolved_at_ms.begin(),
+                                record.resolved_at_ms.end() - static_cast<std::ptrdiff_t>(keep));
+  }
+  if (!record.flapping && options_.flap_cycles > 0 &&
+      record.resolved_at_ms.size() >= options_.flap_cycles) {
+    record.flapping = true;
+    record.flap_notified_ms = 0;  // this resolution says so, at once
+  }
+  Emit(record, std::move(e), now_ms, out);
+}
+
+void SignatureTracker::OnCleanRun(std::string_view job, int64_t now_ms,
+                                  std::vector<LifecycleEvent>* out) {
+  if (options_.resolve_after_runs <= 0) return;
+  const auto needed = static_cast<uint64_t>(options_.resolve_after_runs);
+  for (auto& [signature, record] : records_) {
+    if (!record.announced || record.resolved || record.last_failure_ms == 0 ||
+        record.failed_in_job != job || ActiveFix(record) != nullptr) {
+      continue;
+    }
+    ++record.clean_runs;
+    Touch(record);
+    if (record.clean_runs < needed) continue;
+    LifecycleEvent e;
+    e.kind = AlertKind::kResolved;
+    e.signature = signature;
+    e.detail = std::to_string(needed) + " successful run(s) of " + std::string(job) +
+               " in a row since it last failed";
+    e.muted = record.mute && record.mute->until_ms > now_ms;
+    Resolve(record, std::move(e), now_ms, out);
+  }
+}
+
+void SignatureTracker::TickFlapping(SignatureRecord& record, int64_t now_ms,
+                                    std::vector<LifecycleEvent>* out) {
+  if (!record.flapping) return;
+  std::erase_if(record.resolved_at_ms,
+                [&](int64_t at) { return now_ms - at >= options_.flap_window_ms; });
+  const bool settled = record.resolved_at_ms.empty();
+  const bool due =
+      record.flap_held && now_ms - record.flap_notified_ms >= options_.flap_notify_interval_ms;
+  if (!settled && !due) return;
+  Touch(record);
+  if (settled) record.flapping = false;
+  if (!record.flap_held) return;
+  LifecycleEvent e;
+  e.kind = *record.flap_held;
+  e.signature = record.signature;
+  e.detail = settled ? "no longer flapping: no fire/resolve cycle within the last hour"
+                     : FlapNote(record) + "; the state now, after an hour of held messages";
+  if (const FixRecord* fix = LatestFix(record)) e.fix = *fix;
+  e.count_since_last = record.since_notified;
+  e.muted = record.mute && record.mute->until_ms > now_ms;
+  record.flap_held.reset();
+  record.flap_notified_ms = now_ms;
+  Notified(record, now_ms);
+  out->push_back(std::move(e));
+}
+
 void SignatureTracker::Tick(int64_t now_ms, std::vector<LifecycleEvent>* out) {
   for (auto& [signature, record] : records_) {
     if (record.mute && record.mute->until_ms <= now_ms) EndMute(record, now_ms, out);
     if (record.announced && !record.resolved && record.last_failure_ms != 0 &&
         now_ms - record.last_failure_ms >= options_.quiet_for_ms && ActiveFix(record) == nullptr) {
-      record.resolved = true;
-      Touch(record);
       LifecycleEvent e;
       e.kind = AlertKind::kResolved;
       e.signature = signature;
       e.detail = "quiet since " + FormatTimestampMs(record.last_failure_ms);
       e.muted = record.mute.has_value();
-      out->push_back(std::move(e));
+      Resolve(record, std::move(e), now_ms, out);
     }
+    TickFlapping(record, now_ms, out);
   }
 }
 

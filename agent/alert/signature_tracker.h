@@ -14,8 +14,23 @@
 //               exponentially (1 h doubling up to 24 h) while it keeps coming back.
 //   ongoing     at most one per repeat_interval while it repeats, with the count since the last
 //               message; never one per line.
-//   resolved    a fix was recorded for an announced signature, or it was quiet for quiet_for
-//               (Tick); once until it occurs again. Receivers opt in.
+//   resolved    a fix was recorded for an announced signature, it was quiet for quiet_for
+//               (Tick), or the job it last failed in had resolve_after_runs successful runs in a
+//               row since (OnCleanRun); once until it fails again. Receivers opt in; a receiver
+//               matches it to the firing message by the signature (webhook `alert_id`,
+//               Alertmanager's labels). A failure after a resolution by runs fires again, as a
+//               `recurrence`, however soon it comes: the receiver closed the alert.
+//
+// A run is one stream of a source (agent/app/agent.cc): a TCP connection from `make | nc`, a
+// file until it is truncated for the next build, rotated away or deleted, a writer of a fifo,
+// stdin. The job is the source. A run is successful when it ended with lines in it and not one
+// failure (of any signature: a build that broke elsewhere says nothing about this one). A file
+// that is never truncated, rotated or deleted stays one run: quiet_for resolves its signatures.
+//
+// Flapping: flap_cycles resolutions (each the end of a fire/resolve cycle) within flap_window
+// mark the signature flapping (state `flapping`). While it is, at most one message about it
+// goes out per flap_notify_interval; the latest event held back meanwhile goes out when the
+// interval is up, or when the flapping ends: a whole flap_window without a resolution.
 //   mute_ended  at a mute's end, what happened while it held (a regression during the mute is
 //               raised then, once, as `regression`).
 // Occurrences below min_severity (warnings, by default) are counted but raise nothing: a
@@ -54,6 +69,10 @@ struct LifecycleOptions {
   int64_t recurrence_backoff_ms = 3600LL * 1000;
   int64_t recurrence_backoff_cap_ms = 24LL * 3600 * 1000;
   Severity min_severity = Severity::kError;
+  int64_t resolve_after_runs = 3;  // 0: never by runs
+  std::size_t flap_cycles = 3;
+  int64_t flap_window_ms = 3600LL * 1000;
+  int64_t flap_notify_interval_ms = 3600LL * 1000;
 };
 
 // One occurrence as the tracker judges it.
@@ -72,7 +91,8 @@ struct LifecycleEvent {
   std::string regression_basis;  // version | timestamp | arrival
   std::optional<FixRecord> fix;  // regression, resolved: the fix involved
   uint64_t count_since_last = 0;
-  std::string detail;  // mute_ended: the summary
+  std::string detail;  // mute_ended: the summary; resolved: why; flapping: a note
+  // Not to be sent: a mute holds it, or flapping does (counted as raised all the same).
   bool muted = false;
 };
 
@@ -102,7 +122,12 @@ class SignatureTracker {
   // Ends mutes now; appends their summaries. Returns how many ended.
   std::size_t Unmute(std::string_view selector, int64_t now_ms, std::vector<LifecycleEvent>* out);
 
-  // Periodic: ends expired mutes and raises `resolved` for signatures quiet for quiet_for.
+  // A successful run of `job` ended: signatures whose last failure was in that job count it, and
+  // those at resolve_after_runs are resolved.
+  void OnCleanRun(std::string_view job, int64_t now_ms, std::vector<LifecycleEvent>* out);
+
+  // Periodic: ends expired mutes, raises `resolved` for signatures quiet for quiet_for, sends
+  // what flapping held back once its interval is up and ends flapping that settled.
   void Tick(int64_t now_ms, std::vector<LifecycleEvent>* out);
 
   // A notification about `signature` went to `receiver` (delivered).
@@ -130,11 +155,18 @@ class SignatureTracker {
   void MarkAllDirty();
 
  private:
-  FixJudgement Judge(const FixRecord& fix, const Occurrence& occurrence,
-                     std::string* basis) const;
+  FixJudgement Judge(const FixRecord& fix, const Occurrence& occurrence, std::string* basis) const;
   FixRecord* MutableActiveFix(const SignatureRecord& record);
   void Notified(SignatureRecord& record, int64_t now_ms);
   void EndMute(SignatureRecord& record, int64_t now_ms, std::vector<LifecycleEvent>* out);
+  // Appends `e` about `record`, unless flapping holds it back (then it goes out muted).
+  void Emit(SignatureRecord& record, LifecycleEvent e, int64_t now_ms,
+            std::vector<LifecycleEvent>* out);
+  // Marks `record` resolved, counts the cycle for flapping and emits `e` (kind resolved).
+  void Resolve(SignatureRecord& record, LifecycleEvent e, int64_t now_ms,
+               std::vector<LifecycleEvent>* out);
+  // Flapping that is due: the held event when the interval is up, the end after a calm window.
+  void TickFlapping(SignatureRecord& record, int64_t now_ms, std::vector<LifecycleEvent>* out);
   void Touch(const SignatureRecord& record) { dirty_.insert(record.signature); }
 
   const LifecycleOptions options_;

@@ -1,8 +1,7 @@
 #include "agent/app/agent.h"
 
-#include <spdlog/spdlog.h>
-
 #include <dirent.h>
+#include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -67,11 +66,10 @@ class Agent::MatchedStream : public ResumableConsumer, private FindingSink, priv
       : origin_(std::move(origin)),
         findings_(findings),
         resume_(ResumeAt(offset, resumed)),
-        unrecognised_(discovery == nullptr
-                          ? std::nullopt
-                          : std::make_optional<StreamDiscovery>(*discovery, origin_.source_id,
-                                                                origin_.stream_name,
-                                                                rules->max_explain_window())),
+        unrecognised_(discovery == nullptr ? std::nullopt
+                                           : std::make_optional<StreamDiscovery>(
+                                                 *discovery, origin_.source_id, origin_.stream_name,
+                                                 rules->max_explain_window())),
         pipeline_(rules, this, scratch, max_line_bytes, &origin_, &resume_,
                   unrecognised_ ? &*unrecognised_ : nullptr),
         metrics_(metrics),
@@ -121,6 +119,8 @@ class Agent::MatchedStream : public ResumableConsumer, private FindingSink, priv
     if (Frozen()) return;
     pipeline_.Finish();
     Account();
+    // After Finish: the run's last findings decide whether it was successful.
+    if (alerting_ != nullptr) alerting_->OnStreamEnd(origin_.stream_id);
   }
 
   StreamState State() const override {
@@ -273,7 +273,7 @@ void Agent::StartAlerting() {
   if (alerting_ == nullptr) return;
   alert_sink_ = std::make_unique<AlertSink>(*alerting_);
   events_.Add(alert_sink_.get());
-  if (options_.serve_http) AddAlertRoutes(http_, *alerting_, admin_token_);
+  if (options_.serve_http) AddLifecycleRoutes();
   alerting_->SetCheckpointRequest([this] { RequestCheckpoint(); });
   if (config_.discover_enabled) {
     discovery_.SetAlertHook([this](const FindingEvent& event) { alerting_->OnFinding(event); });
@@ -342,6 +342,9 @@ void Agent::ArmCheckpointTimer() {
 
 bool Agent::Checkpoint() {
   const auto started = std::chrono::steady_clock::now();
+  // Everything they were waiting for changed before this Collect.
+  std::vector<std::function<void(const std::string&)>> waiters;
+  waiters.swap(commit_waiters_);
   StateStore::Batch batch = store_->Collect();
   DbStatus status;
   if (!store_->writable()) {
@@ -358,6 +361,7 @@ bool Agent::Checkpoint() {
       spdlog::info("state: checkpoints are written again to {}", store_->path());
       checkpoint_error_.clear();
     }
+    for (const auto& done : waiters) done("");
     return true;
   }
   metrics_.CountCheckpoint(false, seconds);
@@ -368,6 +372,7 @@ bool Agent::Checkpoint() {
   // Logged when the reason changes, not every interval: a full disk stays full for a while.
   if (why != checkpoint_error_) spdlog::warn("state: {}; counting goes on, retrying", why);
   checkpoint_error_ = why;
+  for (const auto& done : waiters) done(why);
   return false;
 }
 
@@ -378,6 +383,26 @@ void Agent::RequestCheckpoint() {
     checkpoint_posted_ = false;
     if (!stopping_) Checkpoint();
   });
+}
+
+void Agent::AddLifecycleRoutes() {
+  AddAlertRoutes(
+      http_, *alerting_, admin_token_,
+      [this](std::function<void(const std::string&)> done) { CommitThen(std::move(done)); });
+}
+
+void Agent::CommitThen(std::function<void(const std::string& error)> done) {
+  if (store_ == nullptr) {
+    done("");
+    return;
+  }
+  if (stopping_) {
+    // The last checkpoints of Stop have been written or are being written: this one may miss them.
+    done("the agent is stopping");
+    return;
+  }
+  commit_waiters_.push_back(std::move(done));
+  RequestCheckpoint();
 }
 
 void Agent::UpdateBytesLost() {
@@ -491,28 +516,24 @@ SourceContext Agent::ContextFor(const Config& section) {
   return SourceContext{
       .io = io_,
       .config = section,
-      .consumers =
-          [this](const std::string& source_id) -> StreamConsumerFactory {
-            const Metrics::SourceCounters counters = metrics_.ForSource(source_id);
-            return [this, counters, source_id](const std::string& name) {
-              return std::make_unique<MatchedStream>(StreamOrigin{source_id, ++streams_started_, name},
-                                                  rules_, &findings_, scratch_.get(),
-                                                  config_.max_line_bytes, metrics_, counters,
-                                                  config_.discover_enabled ? &discovery_ : nullptr,
-                                                  live_streams_, alerting_.get());
-            };
-          },
-      .labeled_consumers =
-          [this](const std::string& source_id) -> LabeledStreamConsumerFactory {
-            const Metrics::SourceCounters counters = metrics_.ForSource(source_id);
-            return [this, counters, source_id](const std::string& name,
-                                               const StreamLabels& labels) {
-              return std::make_unique<MatchedStream>(
-                  StreamOrigin{source_id, ++streams_started_, name, labels}, rules_, &findings_,
-                  scratch_.get(), config_.max_line_bytes, metrics_, counters,
-                  config_.discover_enabled ? &discovery_ : nullptr, live_streams_, alerting_.get());
-            };
-          },
+      .consumers = [this](const std::string& source_id) -> StreamConsumerFactory {
+        const Metrics::SourceCounters counters = metrics_.ForSource(source_id);
+        return [this, counters, source_id](const std::string& name) {
+          return std::make_unique<MatchedStream>(
+              StreamOrigin{source_id, ++streams_started_, name}, rules_, &findings_, scratch_.get(),
+              config_.max_line_bytes, metrics_, counters,
+              config_.discover_enabled ? &discovery_ : nullptr, live_streams_, alerting_.get());
+        };
+      },
+      .labeled_consumers = [this](const std::string& source_id) -> LabeledStreamConsumerFactory {
+        const Metrics::SourceCounters counters = metrics_.ForSource(source_id);
+        return [this, counters, source_id](const std::string& name, const StreamLabels& labels) {
+          return std::make_unique<MatchedStream>(
+              StreamOrigin{source_id, ++streams_started_, name, labels}, rules_, &findings_,
+              scratch_.get(), config_.max_line_bytes, metrics_, counters,
+              config_.discover_enabled ? &discovery_ : nullptr, live_streams_, alerting_.get());
+        };
+      },
       .descriptors = descriptors_,
       // Sources end only from the loop, after Start has returned: the sources are all there.
       .ended =
@@ -541,21 +562,22 @@ void Agent::AddRoutes() {
          return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics_.Serialize()};
        }});
   // The loop answers: that is all liveness means, so a slow disk never restarts the agent.
-  http_.AddRoute({.path = "/healthz", .handler = [](const HttpRequest&) {
-                    return HttpResponse{200, "text/plain; charset=utf-8",
-                                        "ok: event loop answering\n"};
-                  }});
+  http_.AddRoute(
+      {.path = "/healthz", .handler = [](const HttpRequest&) {
+         return HttpResponse{200, "text/plain; charset=utf-8", "ok: event loop answering\n"};
+       }});
   // Log lines leave the agent here: a web page rebound to 127.0.0.1 must not read them.
   http_.AddRoute({.path = "/api/v1/findings", .admin = true, .handler = [this](const HttpRequest&) {
                     return HttpResponse{200, "application/json", LatestFindingsJson(latest_)};
                   }});
-  http_.AddRoute({.path = "/api/v1/unrecognised", .admin = true, .handler = [this](const HttpRequest&) {
-                    return HttpResponse{200, "application/json", UnrecognisedJson(discovery_)};
-                  }});
+  http_.AddRoute(
+      {.path = "/api/v1/unrecognised", .admin = true, .handler = [this](const HttpRequest&) {
+         return HttpResponse{200, "application/json", UnrecognisedJson(discovery_)};
+       }});
   // The status page and its JSON show log lines, so they are admin routes like the findings.
   http_.AddRoute({.path = "/", .admin = true, .handler = [this](const HttpRequest&) {
-                    return HttpResponse{200, "text/html; charset=utf-8",
-                                        RenderStatusHtml(Status()), StatusPageHeaders()};
+                    return HttpResponse{200, "text/html; charset=utf-8", RenderStatusHtml(Status()),
+                                        StatusPageHeaders()};
                   }});
   http_.AddRoute({.path = "/api/v1/status", .admin = true, .handler = [this](const HttpRequest&) {
                     return HttpResponse{200, "application/json", StatusJson(Status())};
@@ -642,6 +664,7 @@ void Agent::Stop() {
     stream_states_->Freeze();
   }
   stopping_ = true;
+  if (alerting_ != nullptr) alerting_->StopRuns();
   sources_.Stop();
   for (auto& source : extra_running_) source->Stop();
   // Delivery stops first, so the last checkpoint holds every result that came back (a delivered

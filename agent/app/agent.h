@@ -15,11 +15,12 @@
 // written at most every state.checkpoint_interval_ms (when something changed), and at Stop, where
 // file streams are saved as they stand (a partial line or a hit waiting for context is read again
 // after the restart, not settled now), and as soon as the alert side has a notification to make
-// durable (it is sent once the checkpoint holding it commits). A second agent on the same state.dir, or a state file from
-// a newer faultline, fails Start; a store that cannot be written never stops ingestion:
-// faultline_checkpoint_errors_total rises, /readyz says why, and the next checkpoint tries again.
-// A file source that a reload restarts hands its streams over as they stand (file_streams.h), so
-// the new one resumes them like a restart would: a reload neither loses nor counts twice.
+// durable (it is sent once the checkpoint holding it commits). A second agent on the same
+// state.dir, or a state file from a newer faultline, fails Start; a store that cannot be written
+// never stops ingestion: faultline_checkpoint_errors_total rises, /readyz says why, and the next
+// checkpoint tries again. A file source that a reload restarts hands its streams over as they stand
+// (file_streams.h), so the new one resumes them like a restart would: a reload neither loses nor
+// counts twice.
 //
 // Everything runs on the one thread that calls Run(); Stop() may be called from a signal handler
 // installed on the same loop (Start installs one for SIGINT and SIGTERM, and SIGHUP reloads).
@@ -44,18 +45,17 @@
 
 #include "agent/alert/alert_states.h"
 #include "agent/alert/alerting.h"
+#include "agent/app/config_watcher.h"
 #include "agent/app/file_streams.h"
+#include "agent/app/reload_coordinator.h"
+#include "agent/app/source_set.h"
 #include "agent/app/sources.h"
+#include "agent/app/status_report.h"
 #include "agent/config/config.h"
 #include "agent/core/asio.h"
 #include "agent/discover/discovery.h"
 #include "agent/http/http_server.h"
 #include "agent/match/rule_set.h"
-#include "agent/app/config_watcher.h"
-#include "agent/app/reload_coordinator.h"
-#include "agent/app/source_set.h"
-#include "agent/app/sources.h"
-#include "agent/app/status_report.h"
 #include "agent/sink/finding_events.h"
 #include "agent/sink/metrics.h"
 #include "agent/sink/signature_labels.h"
@@ -109,6 +109,9 @@ class Agent : private FileStreamHost {
   bool Checkpoint();
   // A checkpoint soon, on the loop (once however often asked): notifications wait for one.
   void RequestCheckpoint();
+  // A checkpoint soon, then `done` with "" once it committed, or with why it did not (the admin
+  // routes answer after it: alert_routes.h). Without a store, `done` runs at once.
+  void CommitThen(std::function<void(const std::string& error)> done);
   void UpdateBytesLost();
 
   // FileStreamHost
@@ -132,6 +135,8 @@ class Agent : private FileStreamHost {
   // connects it (findings, routes, checkpoint requests) and starts delivery.
   bool CreateAlerting(std::string* error);
   void StartAlerting();
+  // The lifecycle's admin routes (alert_routes.h), with the admin token and CommitThen.
+  void AddLifecycleRoutes();
   // Why the agent is not ready to do its job; empty when it is (/readyz).
   std::string NotReadyReason() const;
   // What the status page and /api/v1/status show now (agent_status.cc).
@@ -184,12 +189,14 @@ class Agent : private FileStreamHost {
   std::vector<const FileStreamSet*> file_stream_sets_;
   std::map<std::string, uint64_t> bytes_lost_reported_;  // by source
   asio::steady_timer checkpoint_timer_;
-  std::string checkpoint_error_;  // why the last checkpoint failed; empty when it did not
-  bool stopping_ = false;         // the agent is stopping: no more checkpoints on the timer
+  std::string checkpoint_error_;    // why the last checkpoint failed; empty when it did not
+  bool stopping_ = false;           // the agent is stopping: no more checkpoints on the timer
   bool checkpoint_posted_ = false;  // RequestCheckpoint's checkpoint is on its way
+  // Called by the next checkpoint to start (CommitThen): it holds what changed before they asked.
+  std::vector<std::function<void(const std::string& error)>> commit_waiters_;
   // Every stream's pipeline, for a reload to rebind (declared before the sources that own them).
   std::unordered_set<MatchedStream*> live_streams_;
-  SourceSet sources_;  // the config's sources, by id
+  SourceSet sources_;                                   // the config's sources, by id
   std::vector<std::unique_ptr<Source>> extra_running_;  // from extra_sources_, never reloaded
   size_t ended_sources_ = 0;
   bool stopped_ = false;

@@ -167,7 +167,7 @@ std::vector<std::string> Agent::ApplyReload(LoadedConfig next, std::string* summ
   if (next.admin_token != admin_token_) {
     admin_token_ = std::move(next.admin_token);
     AddReloadRoute();
-    if (alerting_ != nullptr) AddAlertRoutes(http_, *alerting_, admin_token_);
+    if (alerting_ != nullptr) AddLifecycleRoutes();
   }
   if (rewatch) {
     if (!config_.reload.watch) {

@@ -40,6 +40,7 @@ StatusReport Agent::Status() {
     s.first_seen = count.first_seen;
     s.last_seen = count.last_seen;
     if (const FindingEvent* hit = latest_.Find(count.signature)) s.last_hit = *hit;
+    if (alerting_ != nullptr) s.state = alerting_->StateName(count.signature);
   }
 
   for (auto& [id, status] : sources_.Status()) {

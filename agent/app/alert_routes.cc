@@ -1,8 +1,7 @@
 #include "agent/app/alert_routes.h"
 
-#include <nlohmann/json.hpp>
-
 #include <charconv>
+#include <nlohmann/json.hpp>
 
 namespace faultline {
 namespace {
@@ -13,8 +12,8 @@ constexpr char kSignaturesPrefix[] = "/api/v1/signatures/";
 constexpr char kReceiversPrefix[] = "/api/v1/receivers/";
 
 HttpResponse Json(unsigned status, const json& body) {
-  return HttpResponse{status, "application/json", body.dump(2, ' ', false,
-                                                            json::error_handler_t::replace) + "\n"};
+  return HttpResponse{status, "application/json",
+                      body.dump(2, ' ', false, json::error_handler_t::replace) + "\n"};
 }
 
 HttpResponse JsonError(unsigned status, const std::string& message) {
@@ -164,25 +163,50 @@ std::string PercentDecode(std::string_view text) {
   return out;
 }
 
-void AddAlertRoutes(HttpServer& http, Alerting& alerting, const std::string& admin_token) {
-  http.AddRoute({.path = "/api/v1/signatures", .admin = true, .handler = [&alerting](const HttpRequest&) {
-                   return HttpResponse{200, "application/json", alerting.SignaturesJson() + "\n"};
-                 }});
-  http.AddRoute({.path = "/api/v1/receivers", .admin = true, .handler = [&alerting](const HttpRequest&) {
-                   return HttpResponse{200, "application/json", alerting.ReceiversJson() + "\n"};
-                 }});
-  http.AddRoute({.path = kSignaturesPrefix,
-                 .prefix = true,
-                 .methods = {HttpMethod::kPost},
-                 .admin = true,
-                 .bearer_token = admin_token,
-                 .handler = [&alerting](const HttpRequest& r) { return SignatureAction(alerting, r); }});
-  http.AddRoute({.path = kReceiversPrefix,
-                 .prefix = true,
-                 .methods = {HttpMethod::kPost},
-                 .admin = true,
-                 .bearer_token = admin_token,
-                 .handler = [&alerting](const HttpRequest& r) { return ReceiverAction(alerting, r); }});
+void AddAlertRoutes(HttpServer& http, Alerting& alerting, const std::string& admin_token,
+                    CommitRequest commit) {
+  http.AddRoute(
+      {.path = "/api/v1/signatures", .admin = true, .handler = [&alerting](const HttpRequest&) {
+         return HttpResponse{200, "application/json", alerting.SignaturesJson() + "\n"};
+       }});
+  http.AddRoute(
+      {.path = "/api/v1/receivers", .admin = true, .handler = [&alerting](const HttpRequest&) {
+         return HttpResponse{200, "application/json", alerting.ReceiversJson() + "\n"};
+       }});
+  http.AddRoute(
+      {.path = kSignaturesPrefix,
+       .prefix = true,
+       .methods = {HttpMethod::kPost},
+       .admin = true,
+       .bearer_token = admin_token,
+       .deferred_handler = [&alerting, commit](const HttpRequest& r, HttpResponder respond) {
+         HttpResponse response = SignatureAction(alerting, r);
+         if (response.status != 200) {
+           respond(std::move(response));
+           return;
+         }
+         // Acknowledged only once durable (see the header).
+         commit([response = std::move(response),
+                 respond = std::move(respond)](const std::string& error) mutable {
+           if (error.empty()) {
+             respond(std::move(response));
+             return;
+           }
+           respond(JsonError(503,
+                             "recorded in the running agent, but not durable "
+                             "yet: " +
+                                 error +
+                                 " (the next checkpoint that "
+                                 "succeeds writes it)"));
+         });
+       }});
+  http.AddRoute(
+      {.path = kReceiversPrefix,
+       .prefix = true,
+       .methods = {HttpMethod::kPost},
+       .admin = true,
+       .bearer_token = admin_token,
+       .handler = [&alerting](const HttpRequest& r) { return ReceiverAction(alerting, r); }});
 }
 
 }  // namespace faultline

@@ -34,8 +34,9 @@ struct StatusReport {
     std::string rule_id;
     std::string title;                          // of the rule now loaded
     Severity worst_severity = Severity::kInfo;  // the worst it was raised at
-    // The lifecycle state (new, active, fixed, regressed, muted) once the tracker of issue 9
-    // exists; empty until then, and the page shows no state.
+    // The lifecycle state (new, active, quiet, fixed, regressed, muted, resolved, flapping) with
+    // alerts; empty without them (or for a signature below alerts.min_severity), and the page
+    // shows no state.
     std::string state;
     uint64_t count = 0;  // hits since the agent started
     TimePoint first_seen;

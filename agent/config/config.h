@@ -145,6 +145,9 @@ struct AlertsConfig {
   int64_t group_wait_ms = 10000;
   int64_t quiet_for_ms = 24LL * 3600 * 1000;
   int64_t repeat_interval_ms = 4LL * 3600 * 1000;
+  // A signature is resolved after this many successful runs in a row of the job (source) it last
+  // failed in; 0: only by a fix or quiet_for (signature_tracker.h says what a run is).
+  int64_t resolve_after_runs = 3;
   std::string min_severity = "error";
   std::string host;  // names this agent in alerts; default: the host name
   std::vector<ReceiverConfig> receivers;

@@ -863,7 +863,8 @@ class ConfigParser {
     constexpr int64_t kMaxIntervalMs = 30LL * 24 * 3600 * 1000;
     for (const Field& f : Fields(section.value, path,
                                  {"group_wait_ms", "quiet_for_ms", "repeat_interval_ms",
-                                  "min_severity", "host", "receivers", "source_versions"})) {
+                                  "resolve_after_runs", "min_severity", "host", "receivers",
+                                  "source_versions"})) {
       const std::string key = Join(path, f.name);
       if (f.name == "group_wait_ms") {
         if (auto v = Integer(f, key, 0, kMaxGroupWaitMs)) alerts.group_wait_ms = *v;
@@ -871,6 +872,8 @@ class ConfigParser {
         if (auto v = Integer(f, key, 1000, kMaxIntervalMs)) alerts.quiet_for_ms = *v;
       } else if (f.name == "repeat_interval_ms") {
         if (auto v = Integer(f, key, 1000, kMaxIntervalMs)) alerts.repeat_interval_ms = *v;
+      } else if (f.name == "resolve_after_runs") {
+        if (auto v = Integer(f, key, 0, 1000)) alerts.resolve_after_runs = *v;
       } else if (f.name == "min_severity") {
         if (auto v = Choice(f, key, {"info", "warning", "error", "critical"})) {
           alerts.min_severity = *v;

@@ -22,9 +22,24 @@ struct ScanState {
   const uint32_t* ids;  // report id -> pattern id
   size_t id_count;
   size_t base;           // batch offset of the first scanned byte
+  size_t limit;          // reports ending past this many scanned bytes are padding's: dropped
   size_t line;           // line of the previous report; reports come in increasing end offset
   bool foreign = false;  // the database reported a pattern this set does not have
 };
+
+// Vectorscan 5.4.9 (Debian 12) misses literal matches that end within the last few dozen bytes
+// of a scanned buffer, depending on the buffer's address (3 of 64 alignments for a 152-byte
+// buffer, 8 literals; tests/unit/match/pattern_set_test.cc reproduces it). A scan therefore never
+// ends at the bytes it has to report on: it runs kScanPadding bytes past them, into the next lines
+// or into '\n' padding, and what ends there is dropped.
+constexpr size_t kScanPadding = 64;
+// The last lines of a range (from the line holding this many bytes before its end) are scanned
+// from a padded copy; the lines before them are scanned in place, running into those last lines.
+constexpr size_t kPaddedTailBytes = 256;
+// A last line longer than this (up to max_line_bytes) is not copied: the whole range is scanned
+// in place, and then its last this many bytes from a padded copy. Only a match longer than that,
+// ending in the line's last kScanPadding bytes, can still be missed.
+constexpr size_t kMaxPaddedTailBytes = 4096;
 
 // Vectorscan flags for a pattern of each mode; recorded in cache entries and checked on load.
 uint32_t FlagsFor(PatternMode mode) {
@@ -47,6 +62,7 @@ int OnCandidate(unsigned int id, unsigned long long /*from*/, unsigned long long
     state->foreign = true;
     return 1;  // stop scanning
   }
+  if (to > state->limit) return 0;
   const LineBatch& batch = *state->batch;
   const size_t last_byte = state->base + (to == 0 ? 0 : static_cast<size_t>(to - 1));
   if (last_byte > batch.line_end(state->line) || last_byte < batch.line_begin(state->line)) {
@@ -291,17 +307,42 @@ bool PatternSet::ScanWithVectorscan(const Database& database, const LineBatch& b
   }
   for (uint32_t id : database.ids) scratch.last_line_plus_one_[id] = 0;
   const size_t base = batch.line_begin(first_line);
+  const std::string_view text = batch.text().substr(base, batch.line_end(end_line - 1) - base);
+  // Where the padded tail begins: the start of the line holding the byte kPaddedTailBytes before
+  // the end (0 when the range is short), or kMaxPaddedTailBytes before the end when that line
+  // is longer.
+  size_t tail = 0;
+  if (text.size() > kPaddedTailBytes) {
+    const size_t newline = text.rfind('\n', text.size() - kPaddedTailBytes);
+    tail = newline == std::string_view::npos ? 0 : newline + 1;
+  }
+  bool tail_in_line = false;
+  if (text.size() - tail > kMaxPaddedTailBytes) {
+    tail = text.size() - kMaxPaddedTailBytes;
+    tail_in_line = true;
+  }
   ScanState state{&batch,
                   &hits,
                   scratch.last_line_plus_one_.data(),
                   database.ids.data(),
                   database.ids.size(),
                   base,
+                  tail_in_line ? text.size() : tail,
                   first_line};
-  const std::string_view text = batch.text().substr(base, batch.line_end(end_line - 1) - base);
   const size_t first_hit = hits.size();
-  const hs_error_t rc = hs_scan(database.database, text.data(), static_cast<unsigned>(text.size()),
-                                0, scratch.hs_scratch_, OnCandidate, &state);
+  if (tail > 0) {  // the tail's bytes follow, at least kScanPadding of them
+    const size_t scanned = tail_in_line ? text.size() : tail + kScanPadding;
+    const hs_error_t rc = hs_scan(database.database, text.data(), static_cast<unsigned>(scanned), 0,
+                                  scratch.hs_scratch_, OnCandidate, &state);
+    if (rc != HS_SUCCESS || state.foreign) return false;
+  }
+  scratch.padded_tail_.assign(text.substr(tail));
+  scratch.padded_tail_.append(kScanPadding, '\n');
+  state.base = base + tail;
+  state.limit = text.size() - tail;
+  const hs_error_t rc = hs_scan(database.database, scratch.padded_tail_.data(),
+                                static_cast<unsigned>(scratch.padded_tail_.size()), 0,
+                                scratch.hs_scratch_, OnCandidate, &state);
   if (rc != HS_SUCCESS || state.foreign) return false;
   // Confirm every candidate with RE2 on its own line.
   hits.erase(std::remove_if(hits.begin() + static_cast<std::ptrdiff_t>(first_hit), hits.end(),

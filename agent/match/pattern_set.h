@@ -77,6 +77,7 @@ class MatchScratch {
   hs_scratch* hs_scratch_ = nullptr;
   std::vector<uint32_t> last_line_plus_one_;  // per pattern: dedupes repeated reports on a line
   std::vector<int> set_matches_;              // RE2::Set results for the fallback patterns
+  std::string padded_tail_;  // a range's last lines and padding (see ScanWithVectorscan)
   MatchErrors errors_;
 };
 

@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "agent/source/listen_address.h"
 #include "agent/source/unix_socket_file.h"
 
 namespace faultline {
@@ -24,17 +25,6 @@ using Protocol = asio::generic::datagram_protocol;
 constexpr std::chrono::seconds kLogEvery(10);
 // Asked of the kernel so a burst survives while the loop does other work.
 constexpr int kReceiveBufferBytes = 4 << 20;
-
-uint16_t PortOf(const Protocol::endpoint& endpoint) {
-  const sockaddr* address = endpoint.data();
-  if (address->sa_family == AF_INET) {
-    return ntohs(reinterpret_cast<const sockaddr_in*>(address)->sin_port);
-  }
-  if (address->sa_family == AF_INET6) {
-    return ntohs(reinterpret_cast<const sockaddr_in6*>(address)->sin6_port);
-  }
-  return 0;
-}
 
 std::optional<PeerCredentials> CredentialsOf(msghdr& message) {
   for (cmsghdr* c = CMSG_FIRSTHDR(&message); c != nullptr; c = CMSG_NXTHDR(&message, c)) {
@@ -127,40 +117,9 @@ class DatagramListener::Impl : public std::enable_shared_from_this<DatagramListe
   };
 
   bool OpenUdp(std::string* error) {
-    const std::string where =
-        (options_.host.find(':') != std::string::npos ? "[" + options_.host + "]" : options_.host) +
-        ":" + std::to_string(options_.port);
-    boost::system::error_code ec;
-    asio::ip::udp::resolver resolver(io_);
-    const auto endpoints = resolver.resolve(
-        options_.host, std::to_string(options_.port),
-        asio::ip::udp::resolver::passive | asio::ip::udp::resolver::numeric_service, ec);
-    if (ec) {
-      *error = "cannot listen on udp " + where + ": cannot resolve '" + options_.host +
-               "': " + ec.message();
-      return false;
-    }
-    for (const auto& entry : endpoints) {
-      const asio::ip::udp::endpoint endpoint = entry.endpoint();
-      boost::system::error_code ignored;
-      socket_.close(ignored);
-      socket_.open(Protocol(endpoint.protocol()), ec);
-      if (!ec) socket_.set_option(asio::socket_base::reuse_address(true), ec);
-      if (!ec) socket_.bind(Protocol::endpoint(endpoint), ec);
-      if (!ec) port_ = PortOf(socket_.local_endpoint(ec));
-      if (!ec) {
-        where_ = "udp " +
-                 (endpoint.address().is_v6() ? "[" + endpoint.address().to_string() + "]"
-                                             : endpoint.address().to_string()) +
-                 ":" + std::to_string(port_);
-        return true;
-      }
-      *error = "cannot listen on udp " + where + ": " + ec.message();
-    }
-    boost::system::error_code ignored;
-    socket_.close(ignored);
-    if (endpoints.empty()) *error = "cannot listen on udp " + where + ": no address found";
-    return false;
+    return ListenOnFirstAddress<asio::ip::udp>(
+        io_, "udp", options_.host, options_.port, socket_,
+        [](auto&, boost::system::error_code&) {}, &port_, &where_, error);
   }
 
   bool OpenUnix(std::string* error) {

@@ -699,6 +699,12 @@ void FileTailer::DrainUnseen(const std::string& path) {
     budget_->Release();
     return;
   }
+  spdlog::info("{} was written and rotated away before it was read; reading it there", path);
+  StartDraining(fd, st, path, 0, nullptr);
+}
+
+void FileTailer::StartDraining(int fd, const struct stat& st, const std::string& path,
+                               uint64_t offset, const FileMark* resumed) {
   ++held_;
   auto file = std::make_unique<TailedFile>();
   file->path = path;
@@ -706,9 +712,15 @@ void FileTailer::DrainUnseen(const std::string& path) {
   file->dev = st.st_dev;
   file->ino = st.st_ino;
   file->draining = true;
-  file->consumer = MakeConsumer(path, 0, nullptr);
+  StartAt(*file, offset);
+  if (resumed != nullptr && file->mark.offset != resumed->resume_offset) {
+    options_.resume->Forget(*resumed);  // the file changed under its saved position
+    resumed = nullptr;
+  }
+  file->last_size = st.st_size;
+  file->last_mtime = st.st_mtim;
+  file->consumer = MakeConsumer(path, file->mark.offset, resumed);
   file->last_data = Clock::now();
-  spdlog::info("{} was written and rotated away before it was read; reading it there", path);
   by_identity_[{st.st_dev, st.st_ino}] = file.get();
   draining_.push_back(std::move(file));
   drain_wanted_ = true;
@@ -865,25 +877,7 @@ void FileTailer::DrainLocated() {
       if (resumed != nullptr) options_.resume->Forget(*resumed);
       return;
     }
-    ++held_;
-    auto file = std::make_unique<TailedFile>();
-    file->path = path;
-    file->fd = fd;
-    file->dev = st.st_dev;
-    file->ino = st.st_ino;
-    file->draining = true;
-    StartAt(*file, resumed != nullptr ? resumed->resume_offset : 0);
-    if (resumed != nullptr && file->mark.offset != resumed->resume_offset) {
-      options_.resume->Forget(*resumed);
-      resumed = nullptr;
-    }
-    file->last_size = st.st_size;
-    file->last_mtime = st.st_mtim;
-    file->consumer = MakeConsumer(path, file->mark.offset, resumed);
-    file->last_data = Clock::now();
-    by_identity_[{st.st_dev, st.st_ino}] = file.get();
-    draining_.push_back(std::move(file));
-    drain_wanted_ = true;
+    StartDraining(fd, st, path, resumed != nullptr ? resumed->resume_offset : 0, resumed);
   };
   for (auto& [id, located] : std::exchange(located_, {})) {
     drain(located.fd, located.name, &marks_[located.mark]);
@@ -892,18 +886,24 @@ void FileTailer::DrainLocated() {
   // written and rotated while the agent was down (a file rotated twice), read whole.
   const int64_t since = options_.resume->checkpoint_time_ns();
   if (since > 0) {
-    std::set<std::string> seen;
-    for (const FileMark& mark : marks_) {
-      if (!seen.insert(mark.path).second) continue;
-      const std::string dir = ParentOf(mark.path);
+    // Each folder is listed once for all the saved files in it: 10,000 saved files in 100
+    // folders are 100 listings, not 10,000 (that walk was most of a restart's time).
+    std::map<std::string, std::set<std::string>> saved_by_folder;
+    for (const FileMark& mark : marks_) saved_by_folder[ParentOf(mark.path)].insert(mark.path);
+    for (const auto& [dir, saved] : saved_by_folder) {
       const std::unique_ptr<DIR, int (*)(DIR*)> listing(opendir(dir.c_str()), closedir);
       if (listing == nullptr) continue;
       std::vector<std::string> names;
       while (const dirent* entry = readdir(listing.get())) {
-        const std::string name = JoinPath(dir, entry->d_name);
-        if (entry->d_name[0] != '.' && IsRotatedNameOf(name, mark.path) &&
-            !IsCompressedName(name) && !files_.contains(name) && !Wanted(name)) {
-          names.push_back(name);
+        if (entry->d_name[0] == '.') continue;
+        const std::string_view entry_name = entry->d_name;
+        const bool rotated = std::any_of(saved.begin(), saved.end(), [&](const std::string& path) {
+          return IsRotatedNameOf(entry_name, path);
+        });
+        if (!rotated) continue;
+        std::string name = JoinPath(dir, entry->d_name);
+        if (!IsCompressedName(name) && !files_.contains(name) && !Wanted(name)) {
+          names.push_back(std::move(name));
         }
       }
       for (const std::string& name : names) {

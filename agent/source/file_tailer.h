@@ -251,6 +251,11 @@ class FileTailer : private DescriptorBudget::Holder {
   void Settle(TailedFile& file);
   // Drains a file renamed away from a followed name before it was ever opened.
   void DrainUnseen(const std::string& path);
+  // Follows `fd` (already open, `st` its fstat, counted in the descriptor budget) as a rotated
+  // file read to its end from `offset`, resuming `resumed`'s saved stream when the file still
+  // holds what it says was read there.
+  void StartDraining(int fd, const struct stat& st, const std::string& path, uint64_t offset,
+                     const FileMark* resumed);
   // Resolves `path` if it is a link and watches the folders on the way; false if not a link.
   bool TrackLink(const std::string& path);
   void UntrackLink(const std::string& path);

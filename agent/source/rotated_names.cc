@@ -58,7 +58,7 @@ bool ExcludeList::Excludes(const std::string& path) const {
   return false;
 }
 
-bool IsRotatedNameOf(const std::string& copy, const std::string& original) {
+bool IsRotatedNameOf(std::string_view copy, std::string_view original) {
   const std::string_view c = BaseName(copy);
   const std::string_view o = BaseName(original);
   if (c.size() <= o.size()) return false;

@@ -11,6 +11,7 @@
 #define FAULTLINE_SOURCE_ROTATED_NAMES_H_
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "agent/source/glob.h"
@@ -33,7 +34,7 @@ class ExcludeList {
 // a suffix (app.log.1, app.log-20240131, 0.log.20240131-120000), or its stem plus a separator and
 // a suffix, keeping the extension (app-20240131.log for app.log). Folders are not compared
 // (logrotate's olddir).
-bool IsRotatedNameOf(const std::string& copy, const std::string& original);
+bool IsRotatedNameOf(std::string_view copy, std::string_view original);
 
 // Example rotated names (in the glob's own folder) that `glob` also matches: what the one-time
 // warning quotes. Empty for a literal path and for globs that only match live names (`*.log`).

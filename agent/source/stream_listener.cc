@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "agent/source/listen_address.h"
 #include "agent/source/unix_socket_file.h"
 
 namespace faultline {
@@ -42,17 +43,6 @@ class Throttle {
   Clock::time_point next_{};
   uint64_t held_back_ = 0;
 };
-
-uint16_t PortOf(const Protocol::endpoint& endpoint) {
-  const sockaddr* address = endpoint.data();
-  if (address->sa_family == AF_INET) {
-    return ntohs(reinterpret_cast<const sockaddr_in*>(address)->sin_port);
-  }
-  if (address->sa_family == AF_INET6) {
-    return ntohs(reinterpret_cast<const sockaddr_in6*>(address)->sin6_port);
-  }
-  return 0;
-}
 
 }  // namespace
 
@@ -161,44 +151,12 @@ class StreamListener::Impl : public std::enable_shared_from_this<StreamListener:
 
  private:
   bool OpenTcp(std::string* error) {
-    const std::string where =
-        (options_.host.find(':') != std::string::npos ? "[" + options_.host + "]" : options_.host) +
-        ":" + std::to_string(options_.port);
-    boost::system::error_code ec;
-    asio::ip::tcp::resolver resolver(io_);
-    const auto endpoints = resolver.resolve(
-        options_.host, std::to_string(options_.port),
-        asio::ip::tcp::resolver::passive | asio::ip::tcp::resolver::numeric_service, ec);
-    if (ec) {
-      *error =
-          "cannot listen on " + where + ": cannot resolve '" + options_.host + "': " + ec.message();
-      return false;
-    }
-    // The first address that binds wins (localhost: ::1 or 127.0.0.1); the last failure is
-    // the one reported.
-    for (const auto& entry : endpoints) {
-      const asio::ip::tcp::endpoint endpoint = entry.endpoint();
-      boost::system::error_code ignored;
-      acceptor_.close(ignored);
-      acceptor_.open(Protocol(endpoint.protocol()), ec);
-      // A restarted agent binds at once, whatever its old connections left in TIME_WAIT.
-      if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
-      if (!ec) acceptor_.bind(Protocol::endpoint(endpoint), ec);
-      if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
-      if (!ec) port_ = PortOf(acceptor_.local_endpoint(ec));
-      if (!ec) {
-        where_ = "tcp " +
-                 (endpoint.address().is_v6() ? "[" + endpoint.address().to_string() + "]"
-                                             : endpoint.address().to_string()) +
-                 ":" + std::to_string(port_);
-        return true;
-      }
-      *error = "cannot listen on " + where + ": " + ec.message();
-    }
-    boost::system::error_code ignored;
-    acceptor_.close(ignored);
-    if (endpoints.empty()) *error = "cannot listen on " + where + ": no address found";
-    return false;
+    return ListenOnFirstAddress<asio::ip::tcp>(
+        io_, "tcp", options_.host, options_.port, acceptor_,
+        [](auto& acceptor, boost::system::error_code& ec) {
+          acceptor.listen(asio::socket_base::max_listen_connections, ec);
+        },
+        &port_, &where_, error);
   }
 
   bool OpenUnix(std::string* error) {

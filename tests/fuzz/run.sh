@@ -13,23 +13,36 @@ seconds="${FUZZ_SECONDS:-30}"
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz
 
-failed=()
-while IFS=$'\t' read -r name binary corpus max_len; do
-  work="build/fuzz/work/$name"
-  artifacts="build/fuzz/artifacts/$name"
-  log="build/fuzz/$name.log"
+# One target per core at a time: the fuzzing each target gets is the same, the wall time is
+# divided by the cores (CI's budget is the whole run's wall time).
+jobs="${FUZZ_JOBS:-$(nproc)}"
+fuzz_one() {
+  local name="$1" binary="$2" corpus="$3" max_len="$4"
+  local work="build/fuzz/work/$name" artifacts="build/fuzz/artifacts/$name" log="build/fuzz/$name.log"
   mkdir -p "$work" "$artifacts"
-  echo "fuzz: $name for ${seconds}s (max_len $max_len)"
   if "$binary" -max_total_time="$seconds" -max_len="$max_len" -timeout=10 -rss_limit_mb=2048 \
       -artifact_prefix="$artifacts/" -print_final_stats=1 "$work" "$corpus" >"$log" 2>&1; then
-    grep -E '^stat::(number_of_executed_units|peak_rss_mb)' "$log" | tr '\n' ' '
-    echo
+    echo "fuzz: $name ran ${seconds}s (max_len $max_len): $(grep -E '^stat::(number_of_executed_units|peak_rss_mb)' "$log" | tr '\n' ' ')"
   else
     tail -n 60 "$log"
     echo "fuzz: $name FAILED; input in $artifacts/, full log in $log"
-    failed+=("$name")
+    return 1
   fi
+}
+
+declare -A running=()
+failed=()
+reap() {
+  local pid
+  wait -n -p pid "${!running[@]}" || failed+=("${running[$pid]}")
+  unset "running[$pid]"
+}
+while IFS=$'\t' read -r name binary corpus max_len; do
+  [ "${#running[@]}" -ge "$jobs" ] && reap
+  fuzz_one "$name" "$binary" "$corpus" "$max_len" &
+  running[$!]="$name"
 done <build/fuzz/fuzz/targets.tsv
+while [ "${#running[@]}" -gt 0 ]; do reap; done
 
 if [ ${#failed[@]} -ne 0 ]; then
   echo "fuzz: failed: ${failed[*]}"

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/integration/agent_folder.h"
 #include "tests/integration/process.h"
 #include "tests/support/http_receiver.h"
 
@@ -64,26 +65,13 @@ constexpr char kVersions[] = R"(- id: t.pip_collecting
   match: 'Collecting (?P<package>[A-Za-z0-9._\-]+)==(?P<version>[0-9][^\s;,)]*)'
 )";
 
-double Sample(const std::string& metrics, const std::string& series) {
-  std::istringstream in(metrics);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
-  }
-  return -1;
-}
-
-class AlertPersistenceTest : public ::testing::Test {
+class AlertPersistenceTest : public testing::AgentFolderTest {
  protected:
   void SetUp() override {
-    dir_ = testing::TempDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_ + "/rules");
-    std::filesystem::create_directories(dir_ + "/logs");
-    std::ofstream(dir_ + "/rules/t.yaml") << kRules;
-    std::ofstream(dir_ + "/rules/t.versions.yaml") << kVersions;
-    port_ = testing::FreePort();
+    AgentFolderTest::SetUp();
+    WriteFile("rules/t.yaml", kRules);
+    WriteFile("rules/t.versions.yaml", kVersions);
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
   // One webhook receiver `hook` at `url`; checkpoints every 100 ms.
   std::string WriteConfig(const std::string& url) {
@@ -112,11 +100,11 @@ class AlertPersistenceTest : public ::testing::Test {
     return HttpGet(port_, "/metrics", &body) == 200 ? body : "";
   }
   double Matches(const std::string& signature, const std::string& severity = "error") {
-    return Sample(Metrics(), "faultline_signature_matches_total{severity=\"" + severity +
-                                 "\",signature=\"" + signature + "\"}");
+    return testing::Sample(Metrics(), "faultline_signature_matches_total{severity=\"" + severity +
+                                          "\",signature=\"" + signature + "\"}");
   }
   double QueueDepth() {
-    return Sample(Metrics(), "faultline_notification_queue_depth{receiver=\"hook\"}");
+    return testing::Sample(Metrics(), "faultline_notification_queue_depth{receiver=\"hook\"}");
   }
   bool Ready() {
     std::string body;
@@ -160,9 +148,6 @@ class AlertPersistenceTest : public ::testing::Test {
     const json templates = json::parse(body)["unrecognised"];
     return templates.empty() ? 0 : templates[0]["count"].get<uint64_t>();
   }
-
-  std::string dir_;
-  uint16_t port_ = 0;
 };
 
 // Behaviour 7: known signatures survive SIGTERM and kill -9, and reading the same file again from
@@ -355,7 +340,7 @@ TEST_F(AlertPersistenceTest, AReloadKeepsTheQueueAndSendsNothingTwice) {
          "match: ['No space left on device']\nroot_cause: r\nfix: f\n";
   kill(agent.pid(), SIGHUP);
   ASSERT_TRUE(Eventually([&] {
-    return Sample(Metrics(), "faultline_config_reloads_total{result=\"success\"}") == 1;
+    return testing::Sample(Metrics(), "faultline_config_reloads_total{result=\"success\"}") == 1;
   })) << agent.Stderr();
   EXPECT_EQ(1, QueueDepth()) << "the reload kept the queue";
   TestReceiver hook(hook_port);
@@ -363,7 +348,7 @@ TEST_F(AlertPersistenceTest, AReloadKeepsTheQueueAndSendsNothingTwice) {
   ASSERT_TRUE(Eventually([&] { return QueueDepth() == 0; }));
   kill(agent.pid(), SIGHUP);
   ASSERT_TRUE(Eventually([&] {
-    return Sample(Metrics(), "faultline_config_reloads_total{result=\"success\"}") == 2;
+    return testing::Sample(Metrics(), "faultline_config_reloads_total{result=\"success\"}") == 2;
   })) << agent.Stderr();
   Append("a.log", "OSError: [Errno 28] No space left on device\n");
   ASSERT_TRUE(hook.WaitFor(2)) << agent.Stderr();

@@ -1,28 +1,31 @@
 // Alerts as a user gets them: the real binary, real files, the state store on disk, and real HTTP
 // receivers on loopback that the tests start and script (tests/support/http_receiver.h).
-#include <signal.h>
-
-#include <filesystem>
-#include <set>
-#include <thread>
-#include <fstream>
-#include <sstream>
-
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <thread>
 
+#include "tests/integration/agent_folder.h"
 #include "tests/integration/process.h"
 #include "tests/support/http_receiver.h"
 
 namespace faultline {
 namespace {
 
-using ::testing::HasSubstr;
 using nlohmann::json;
 using testing::Daemon;
 using testing::Eventually;
+using ::testing::HasSubstr;
 using testing::HttpGet;
 using testing::ScriptedResponse;
 using testing::TestReceiver;
@@ -55,25 +58,12 @@ root_cause: r
 fix: f
 )";
 
-double Sample(const std::string& metrics, const std::string& series) {
-  std::istringstream in(metrics);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
-  }
-  return -1;
-}
-
-class AlertsTest : public ::testing::Test {
+class AlertsTest : public testing::AgentFolderTest {
  protected:
   void SetUp() override {
-    dir_ = testing::TempDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_ + "/rules");
-    std::filesystem::create_directories(dir_ + "/logs");
-    std::ofstream(dir_ + "/rules/t.yaml") << kRules;
-    port_ = testing::FreePort();
+    AgentFolderTest::SetUp();
+    WriteFile("rules/t.yaml", kRules);
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
   // A config with `receivers` (YAML list items, indented under alerts.receivers).
   std::string WriteConfig(const std::string& receivers, int group_wait_ms = 0,
@@ -110,9 +100,6 @@ class AlertsTest : public ::testing::Test {
     for (const auto& request : r.requests()) kinds.push_back(Body(request)["kind"]);
     return kinds;
   }
-
-  std::string dir_;
-  uint16_t port_ = 0;
 };
 
 TEST_F(AlertsTest, TenThousandIdenticalLinesAreOneNotificationWithTheirCount) {
@@ -125,7 +112,10 @@ TEST_F(AlertsTest, TenThousandIdenticalLinesAreOneNotificationWithTheirCount) {
   Append("train.log", lines);
   ASSERT_TRUE(hook.WaitFor(1));
   ASSERT_TRUE(Eventually([&] {
-    return Sample(Metrics(), "faultline_signature_matches_total{severity=\"error\",signature=\"t.cuda_oom\"}") == 10000;
+    return testing::Sample(
+               Metrics(),
+               "faultline_signature_matches_total{severity=\"error\",signature=\"t.cuda_oom\"}") ==
+           10000;
   }));
   const json body = Body(hook.requests()[0]);
   EXPECT_EQ("new", body["kind"]);
@@ -159,7 +149,10 @@ TEST_F(AlertsTest, OnlyTheFailingReceiverIsRetried) {
   EXPECT_EQ(attempts[0].body, attempts[2].body) << "a retry sends the same message";
   const json message = json::parse(attempts[2].body);
   EXPECT_THAT(message["text"].get<std::string>(), HasSubstr("NEW: t.cuda_oom"));
-  EXPECT_THAT(Metrics(), HasSubstr("faultline_notifications_total{kind=\"new\",receiver=\"chat\",result=\"retried\"} 2"));
+  EXPECT_THAT(
+      Metrics(),
+      HasSubstr(
+          "faultline_notifications_total{kind=\"new\",receiver=\"chat\",result=\"retried\"} 2"));
 }
 
 TEST_F(AlertsTest, RateLimitedReceiverWaitsRetryAfterAndAGoneOneIsDisabledWithAMetaAlert) {
@@ -194,9 +187,9 @@ TEST_F(AlertsTest, VersionStoryFixedIn0150Then0142IsNoRegressionThen0151IsOne) {
       WriteConfig(Hook("hook", hook), 0, std::string(FAULTLINE_SOURCE_DIR) + "/rules");
   Daemon agent({"run", "-c", config});
   ASSERT_TRUE(Eventually([&] { return Ready(); }, std::chrono::seconds(60))) << agent.Stderr();
-  const testing::Completed fixed =
-      testing::RunFaultline({"fix", "deepspeed.async_io.windows_link", "--version", "0.15.0",
-                             "--note", "op builder skips aio on Windows", "--by", "alice", "-c", config});
+  const testing::Completed fixed = testing::RunFaultline(
+      {"fix", "deepspeed.async_io.windows_link", "--version", "0.15.0", "--note",
+       "op builder skips aio on Windows", "--by", "alice", "-c", config});
   ASSERT_EQ(0, fixed.exit_code) << fixed.err;
   const std::string build =
       "  Building wheel for deepspeed (setup.py): started\n"
@@ -217,7 +210,8 @@ TEST_F(AlertsTest, VersionStoryFixedIn0150Then0142IsNoRegressionThen0151IsOne) {
   };
   Append("build-0142.log", "Collecting deepspeed==0.14.2\n" + build);
   ASSERT_TRUE(Eventually([&] {
-    return Metrics().find("faultline_signature_occurrences_total{reason=\"pre_fix_version\"") != std::string::npos;
+    return Metrics().find("faultline_signature_occurrences_total{reason=\"pre_fix_version\"") !=
+           std::string::npos;
   })) << Metrics();
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   EXPECT_TRUE(about_fix().empty()) << "an old version is not a regression";
@@ -250,13 +244,16 @@ TEST_F(AlertsTest, FourLocalisedLinesAreOneSignatureAndOneNewAndCufileIsAnother)
          "DS_BUILD_OPS=1\n"
          "LINK : fatal error LNK1181: cannot open input file 'aio.lib'\n"
          "LINK : fatal error LNK1181: \xE6\x97\xA0\xE6\xB3\x95\xE6\x89\x93\xE5\xBC\x80\xE8\xBE\x93"
-         "\xE5\x85\xA5\xE6\x96\x87\xE4\xBB\xB6\xE2\x80\x9C" "aio.lib\xE2\x80\x9D\n"
-         "LINK : fatal error LNK1181: Eingabedatei \"aio.lib\" kann nicht ge\xC3\xB6" "ffnet werden.\n"
+         "\xE5\x85\xA5\xE6\x96\x87\xE4\xBB\xB6\xE2\x80\x9C"
+         "aio.lib\xE2\x80\x9D\n"
+         "LINK : fatal error LNK1181: Eingabedatei \"aio.lib\" kann nicht ge\xC3\xB6"
+         "ffnet werden.\n"
          "LINK : fatal error LNK1181: no se puede abrir el archivo de entrada 'aio.lib'\n"
          "[ERROR] Unable to pre-compile async_io\n");
   const std::string aio =
-      "faultline_signature_matches_total{lib=\"aio\",severity=\"error\",signature=\"deepspeed.async_io.windows_link\"}";
-  ASSERT_TRUE(Eventually([&] { return Sample(Metrics(), aio) == 4; })) << Metrics();
+      "faultline_signature_matches_total{lib=\"aio\",severity=\"error\",signature=\"deepspeed."
+      "async_io.windows_link\"}";
+  ASSERT_TRUE(Eventually([&] { return testing::Sample(Metrics(), aio) == 4; })) << Metrics();
   std::this_thread::sleep_for(std::chrono::milliseconds(800));
   std::vector<std::string> news;
   for (const auto& r : hook.requests()) {
@@ -273,7 +270,8 @@ TEST_F(AlertsTest, FourLocalisedLinesAreOneSignatureAndOneNewAndCufileIsAnother)
     for (const auto& r : hook.requests()) {
       const json body = Body(r);
       for (const json& a : body["alerts"]) {
-        if (a["signature"] == "deepspeed.async_io.windows_link{lib=cufile}") return a["kind"] == "new";
+        if (a["signature"] == "deepspeed.async_io.windows_link{lib=cufile}")
+          return a["kind"] == "new";
       }
     }
     return false;
@@ -292,7 +290,9 @@ TEST_F(AlertsTest, AWarningIsCountedButPagesNobody) {
          "ds_accelerator to cuda (auto detect)\n"
          "test.c\nLINK : fatal error LNK1181: cannot open input file 'aio.lib'\n");
   ASSERT_TRUE(Eventually([&] {
-    return Sample(Metrics(), "faultline_signature_matches_total{lib=\"aio\",severity=\"warning\",signature=\"deepspeed.async_io.windows_link\"}") == 1;
+    return testing::Sample(Metrics(),
+                           "faultline_signature_matches_total{lib=\"aio\",severity=\"warning\","
+                           "signature=\"deepspeed.async_io.windows_link\"}") == 1;
   })) << Metrics();
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   EXPECT_EQ(0u, hook.count());
@@ -312,13 +312,16 @@ TEST_F(AlertsTest, AReloadKeepsTheLifecycleAndAlertsOnTheNewRules) {
          "match: ['Segmentation fault \\(core dumped\\)']\nroot_cause: r\nfix: f\n";
   kill(agent.pid(), SIGHUP);
   ASSERT_TRUE(Eventually([&] {
-    return Sample(Metrics(), "faultline_config_reloads_total{result=\"success\"}") == 1;
+    return testing::Sample(Metrics(), "faultline_config_reloads_total{result=\"success\"}") == 1;
   })) << agent.Stderr();
 
   Append("train.log", "RuntimeError: CUDA out of memory.\nSegmentation fault (core dumped)\n");
   ASSERT_TRUE(hook.WaitFor(2)) << agent.Stderr();
   ASSERT_TRUE(Eventually([&] {
-    return Sample(Metrics(), "faultline_signature_matches_total{severity=\"error\",signature=\"t.cuda_oom\"}") == 2;
+    return testing::Sample(
+               Metrics(),
+               "faultline_signature_matches_total{severity=\"error\",signature=\"t.cuda_oom\"}") ==
+           2;
   }));
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   // The known signature is not announced again; the new rule's first failure is, by its title.
@@ -340,7 +343,10 @@ TEST_F(AlertsTest, MutedSignaturesAreCountedAndSummarisedWhenUnmuted) {
   ASSERT_EQ(0, muted.exit_code) << muted.err;
   Append("b.log", "RuntimeError: CUDA out of memory.\nRuntimeError: CUDA out of memory.\n");
   ASSERT_TRUE(Eventually([&] {
-    return Sample(Metrics(), "faultline_signature_matches_total{severity=\"error\",signature=\"t.cuda_oom\"}") == 3;
+    return testing::Sample(
+               Metrics(),
+               "faultline_signature_matches_total{severity=\"error\",signature=\"t.cuda_oom\"}") ==
+           3;
   }));
   const testing::Completed unmuted = testing::RunFaultline({"unmute", "t.cuda_oom", "-c", config});
   ASSERT_EQ(0, unmuted.exit_code) << unmuted.err;
@@ -384,6 +390,175 @@ TEST_F(AlertsTest, AlertTestPrintsStatusAndBodyAndFailsOnARefusal) {
   EXPECT_EQ(1, refused.exit_code);
   EXPECT_THAT(refused.out, HasSubstr("HTTP 400"));
   EXPECT_THAT(refused.out, HasSubstr("invalid_payload"));
+}
+
+// One build shipping its log the way the README shows (`make 2>&1 | nc -N agent 5170`): a
+// connection is a run of the source's job, and it ends when the sender closes.
+bool ShipRun(uint16_t port, const std::string& text) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bool ok = connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0;
+  for (std::size_t sent = 0; ok && sent < text.size();) {
+    const ssize_t n = write(fd, text.data() + sent, text.size() - sent);
+    ok = n > 0;
+    if (ok) sent += static_cast<std::size_t>(n);
+  }
+  close(fd);
+  return ok;
+}
+
+// Behaviour 15 end to end: resolved after three successful builds of the job, with the firing
+// message's alert_id; it fires again when it comes back; the third fire/resolve cycle within an
+// hour makes it flapping (the API, the status page, and the state store across a restart), and
+// then what it raises is held back.
+TEST_F(AlertsTest, ResolvedAfterThreeSuccessfulRunsAndFlappingAfterThreeCycles) {
+  TestReceiver hook;
+  const uint16_t builds = testing::FreePort();
+  const std::string config = dir_ + "/faultline.yaml";
+  std::ofstream(config) << "rules:\n  paths: [rules]\n"
+                        << "http:\n  listen: 127.0.0.1:" << port_ << "\n"
+                        << "sources:\n  - {id: builds, type: tcp, listen: '127.0.0.1:" << builds
+                        << "'}\n"
+                        << "alerts:\n  group_wait_ms: 0\n  host: test-host\n  receivers:\n"
+                        << "    - {name: hook, type: webhook, url: '" << hook.url()
+                        << "', send_resolved: true}\n";
+  const auto record = [&]() {
+    std::string body;
+    if (HttpGet(port_, "/api/v1/signatures", &body) != 200) return json();
+    const json all = json::parse(body);
+    for (const json& s : all["signatures"]) {
+      if (s["signature"] == "t.cuda_oom") return s;
+    }
+    return json();
+  };
+  const auto count = [&]() {
+    const json r = record();
+    return r.is_null() ? 0 : r["count"].get<int>();
+  };
+  const auto clean_runs = [&]() {
+    const json r = record();
+    return r.is_null() ? -1 : r["resolution"]["clean_runs"].get<int>();
+  };
+  const std::string failing = "step 1 ok\nRuntimeError: CUDA out of memory. Tried to allocate\n";
+  const std::string passing = "step 1 ok\nstep 2 ok\n";
+
+  auto agent = std::make_unique<Daemon>(std::vector<std::string>{"run", "-c", config});
+  ASSERT_TRUE(Eventually([&] { return Ready(); })) << agent->Stderr();
+  ASSERT_TRUE(ShipRun(builds, failing));
+  ASSERT_TRUE(hook.WaitFor(1)) << agent->Stderr();
+  const json fired = Body(hook.requests()[0]);
+  EXPECT_EQ("new", fired["kind"]);
+  // Two successful builds: counted, not yet resolved.
+  ASSERT_TRUE(ShipRun(builds, passing));
+  ASSERT_TRUE(ShipRun(builds, passing));
+  ASSERT_TRUE(Eventually([&] { return clean_runs() == 2; })) << record().dump();
+  EXPECT_EQ(1u, hook.count());
+  EXPECT_EQ("new", record()["state"]);
+  // An empty connection (a probe) is no run.
+  ASSERT_TRUE(ShipRun(builds, ""));
+  ASSERT_TRUE(ShipRun(builds, passing));
+  ASSERT_TRUE(hook.WaitFor(2)) << agent->Stderr();
+  const json resolved = Body(hook.requests()[1]);
+  EXPECT_EQ("resolved", resolved["kind"]);
+  EXPECT_EQ(fired["alert_id"], resolved["alert_id"]) << "the receiver closes the alert it opened";
+  EXPECT_THAT(resolved["detail"].get<std::string>(), HasSubstr("3 successful run(s) of builds"));
+  EXPECT_EQ("resolved", record()["state"]);
+
+  // Two more cycles: fail (fires again at once), three passing builds (resolved).
+  for (int cycle = 2; cycle <= 3; ++cycle) {
+    ASSERT_TRUE(ShipRun(builds, failing));
+    ASSERT_TRUE(hook.WaitFor(2 * cycle - 1)) << agent->Stderr();
+    EXPECT_EQ("recurrence", Body(hook.requests()[2 * cycle - 2])["kind"]);
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(ShipRun(builds, passing));
+    ASSERT_TRUE(hook.WaitFor(2 * cycle)) << agent->Stderr();
+    EXPECT_EQ("resolved", Body(hook.requests()[2 * cycle - 1])["kind"]);
+  }
+  EXPECT_THAT(Body(hook.requests()[5])["detail"].get<std::string>(),
+              HasSubstr("flapping: 3 fire/resolve cycles"));
+  EXPECT_EQ("flapping", record()["state"]);
+  EXPECT_TRUE(record()["resolution"]["flapping"].get<bool>());
+  std::string status;
+  ASSERT_EQ(200, HttpGet(port_, "/api/v1/status", &status));
+  EXPECT_EQ("flapping", json::parse(status)["signatures"][0]["state"]) << status;
+
+  // Flapping: it fails again and is raised (counted), but nothing is sent within the hour.
+  ASSERT_TRUE(ShipRun(builds, failing));
+  ASSERT_TRUE(Eventually([&] { return count() == 4; }));
+  ASSERT_TRUE(Eventually([&] {
+    return testing::Sample(Metrics(), "faultline_alert_events_total{kind=\"recurrence\"}") == 3;
+  }));
+  EXPECT_EQ(0, testing::Sample(Metrics(), "faultline_notification_queue_depth{receiver=\"hook\"}"));
+  EXPECT_EQ(6u, hook.count());
+
+  // Persisted with the rest of the lifecycle.
+  ASSERT_EQ(0, agent->Stop(SIGTERM));
+  agent = std::make_unique<Daemon>(std::vector<std::string>{"run", "-c", config});
+  ASSERT_TRUE(Eventually([&] { return Ready(); })) << agent->Stderr();
+  EXPECT_EQ("flapping", record()["state"]) << record().dump();
+  EXPECT_EQ(4, count());
+  EXPECT_EQ(6u, hook.count());
+}
+
+// An admin mutation is durable when it is acknowledged: the route answers only after the
+// checkpoint holding it committed, so `kill -9` right after the 200 loses nothing.
+TEST_F(AlertsTest, AdminMutationsSurviveKillNineRightAfterTheirAnswer) {
+  TestReceiver hook;
+  const std::string config = WriteConfig(Hook("hook", hook));
+  const auto start = [&] {
+    auto agent = std::make_unique<Daemon>(std::vector<std::string>{"run", "-c", config});
+    EXPECT_TRUE(Eventually([&] { return Ready(); })) << agent->Stderr();
+    return agent;
+  };
+  const auto post = [&](const std::string& path) {
+    std::ifstream in(dir_ + "/state/admin_token");
+    std::string token;
+    std::getline(in, token);
+    std::string body;
+    return testing::HttpPost(port_, path, token, &body);
+  };
+  const auto record = [&]() {
+    std::string body;
+    if (HttpGet(port_, "/api/v1/signatures", &body) != 200) return json();
+    const json all = json::parse(body);
+    for (const json& s : all["signatures"]) {
+      if (s["signature"] == "t.cuda_oom") return s;
+    }
+    return json();
+  };
+
+  auto agent = start();
+  Append("a.log", "RuntimeError: CUDA out of memory.\n");
+  ASSERT_TRUE(hook.WaitFor(1)) << agent->Stderr();
+  ASSERT_TRUE(Eventually([&] { return !record().is_null(); }));
+
+  ASSERT_EQ(200, post("/api/v1/signatures/t.cuda_oom/fix"));
+  agent->Stop(SIGKILL);
+  agent = start();
+  EXPECT_EQ("fixed", record()["state"]) << record().dump();
+  EXPECT_EQ(1u, record()["fixes"].size());
+  // The fix holds after the restart: the next occurrence is its regression.
+  Append("a.log", "RuntimeError: CUDA out of memory.\n");
+  ASSERT_TRUE(hook.WaitFor(2)) << agent->Stderr();
+  EXPECT_EQ("regression", Body(hook.requests()[1])["kind"]);
+
+  ASSERT_EQ(200, post("/api/v1/signatures/t.cuda_oom/unfix"));
+  agent->Stop(SIGKILL);
+  agent = start();
+  EXPECT_TRUE(record()["fixes"].empty()) << record().dump();
+
+  // Through the CLI, which prints its answer once the agent gave it.
+  const testing::Completed muted = testing::RunFaultline(
+      {"mute", "t.cuda_oom", "--for", "8h", "--reason", "node07", "-c", config});
+  ASSERT_EQ(0, muted.exit_code) << muted.err;
+  agent->Stop(SIGKILL);
+  agent = start();
+  EXPECT_EQ("muted", record()["state"]) << record().dump();
+  EXPECT_EQ("node07", record()["mute"]["reason"]);
+  agent->Stop(SIGKILL);
 }
 
 }  // namespace

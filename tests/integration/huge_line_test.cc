@@ -4,6 +4,7 @@
 // must be given back once the line is matched. Figures come from /proc/<pid>/status (VmHWM, the
 // peak resident set; VmRSS, the resident set now) and wait4's rusage for the finished scan.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -13,13 +14,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
-
-#include <nlohmann/json.hpp>
 
 #include "tests/integration/process.h"
 
@@ -76,22 +74,13 @@ uint64_t StatusBytes(pid_t pid, const std::string& field) {
   return 0;
 }
 
-double Sample(const std::string& metrics, const std::string& series) {
-  std::istringstream in(metrics);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
-  }
-  return -1;
-}
-
 // Appends one line of `bytes` 'x' and its newline, written 1 MiB at a time as a logger would.
 void AppendHugeLine(const std::string& path, uint64_t bytes) {
   std::ofstream out(path, std::ios::app | std::ios::binary);
   const std::string chunk(kMiB, 'x');
   for (uint64_t written = 0; written < bytes; written += chunk.size()) {
-    out.write(chunk.data(), static_cast<std::streamsize>(std::min<uint64_t>(chunk.size(),
-                                                                              bytes - written)));
+    out.write(chunk.data(),
+              static_cast<std::streamsize>(std::min<uint64_t>(chunk.size(), bytes - written)));
   }
   out << "\n" << std::flush;
 }
@@ -125,7 +114,7 @@ TEST_F(HugeLineTest, RunHoldsAHugeLineOnceAndGivesTheMemoryBack) {
   Daemon agent({"run", "-c", dir_ + "/faultline.yaml"});
   const auto metric = [&](const std::string& series) {
     std::string body;
-    return HttpGet(port, "/metrics", &body) == 200 ? Sample(body, series) : -1;
+    return HttpGet(port, "/metrics", &body) == 200 ? testing::Sample(body, series) : -1;
   };
   const std::string lines = "faultline_lines_total{source=\"train\"}";
   ASSERT_TRUE(Eventually([&] { return metric(lines) == 1; })) << agent.Stderr();
@@ -141,11 +130,12 @@ TEST_F(HugeLineTest, RunHoldsAHugeLineOnceAndGivesTheMemoryBack) {
 
   const uint64_t peak = StatusBytes(agent.pid(), "VmHWM");
   const uint64_t rss_after = StatusBytes(agent.pid(), "VmRSS");
-  std::printf("faultline run, one %llu-byte line at max_line_bytes %llu: peak RSS %.1f MiB "
-              "(bound %.1f), RSS %.1f MiB before, %.1f MiB after\n",
-              static_cast<unsigned long long>(kHugeLineBytes),
-              static_cast<unsigned long long>(kMaxLineBytes), peak / double(kMiB),
-              kPeakBound / double(kMiB), rss_before / double(kMiB), rss_after / double(kMiB));
+  std::printf(
+      "faultline run, one %llu-byte line at max_line_bytes %llu: peak RSS %.1f MiB "
+      "(bound %.1f), RSS %.1f MiB before, %.1f MiB after\n",
+      static_cast<unsigned long long>(kHugeLineBytes),
+      static_cast<unsigned long long>(kMaxLineBytes), peak / double(kMiB),
+      kPeakBound / double(kMiB), rss_before / double(kMiB), rss_after / double(kMiB));
   if (kMemoryIsMeasurable) {
     EXPECT_LT(peak - (kPeakOverBaseline ? rss_before : 0), kPeakBound);
     EXPECT_LT(rss_after, rss_before + kRetainedBound);
@@ -188,8 +178,13 @@ Measured RunMeasured(const std::vector<std::string>& args, const std::string& ou
 }
 
 TEST_F(HugeLineTest, ScanStaysWithinTheSameBound) {
-  const std::vector<std::string> scan = {"scan", "--format", "json", "--rules", dir_ + "/rules",
-                                         "--max-line-bytes", std::to_string(kMaxLineBytes)};
+  const std::vector<std::string> scan = {"scan",
+                                         "--format",
+                                         "json",
+                                         "--rules",
+                                         dir_ + "/rules",
+                                         "--max-line-bytes",
+                                         std::to_string(kMaxLineBytes)};
   // What a scan holds before any input (the sanitizer runtime in those builds).
   const std::string empty = dir_ + "/empty.log";
   std::ofstream(empty).flush();
@@ -209,11 +204,12 @@ TEST_F(HugeLineTest, ScanStaysWithinTheSameBound) {
   EXPECT_EQ(3, report["lines"]);
   EXPECT_EQ(1, report["lines_truncated"]);
 
-  std::printf("faultline scan, one %llu-byte line at max_line_bytes %llu: peak RSS %.1f MiB "
-              "(bound %.1f), %.1f MiB for an empty input\n",
-              static_cast<unsigned long long>(kHugeLineBytes),
-              static_cast<unsigned long long>(kMaxLineBytes), result.peak / double(kMiB),
-              kPeakBound / double(kMiB), baseline.peak / double(kMiB));
+  std::printf(
+      "faultline scan, one %llu-byte line at max_line_bytes %llu: peak RSS %.1f MiB "
+      "(bound %.1f), %.1f MiB for an empty input\n",
+      static_cast<unsigned long long>(kHugeLineBytes),
+      static_cast<unsigned long long>(kMaxLineBytes), result.peak / double(kMiB),
+      kPeakBound / double(kMiB), baseline.peak / double(kMiB));
   if (kMemoryIsMeasurable) {
     EXPECT_LT(result.peak - (kPeakOverBaseline ? baseline.peak : 0), kPeakBound);
   }

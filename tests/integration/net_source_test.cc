@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/integration/agent_folder.h"
 #include "tests/integration/process.h"
 #include "tests/unit/source/socket_client.h"
 
@@ -63,15 +64,6 @@ std::string Lines(const std::string& source) {
   return "faultline_lines_total{source=\"" + source + "\"}";
 }
 
-double Sample(const std::string& metrics, const std::string& series) {
-  std::istringstream in(metrics);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
-  }
-  return -1;
-}
-
 // `n` lines, every tenth a hit, each naming its sender.
 std::string Lines(const std::string& who, int n) {
   std::string text;
@@ -82,18 +74,13 @@ std::string Lines(const std::string& who, int n) {
   return text;
 }
 
-class NetSourceTest : public ::testing::Test {
+class NetSourceTest : public testing::AgentFolderTest {
  protected:
   void SetUp() override {
-    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::replace(name.begin(), name.end(), '/', '_');  // a parameterised test's "Name/tcp"
-    dir_ = testing::TempDir(name);
-    fs::create_directories(dir_ + "/rules");
-    std::ofstream(dir_ + "/rules/t.yaml") << kRule;
-    std::ofstream(dir_ + "/rules/nccl.yaml") << kNcclRule;
-    port_ = testing::FreePort();
+    AgentFolderTest::SetUp();
+    WriteFile("rules/t.yaml", kRule);
+    WriteFile("rules/nccl.yaml", kNcclRule);
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   // A config whose sources are `sources` (YAML list items, indented by two).
   std::string WriteConfig(const std::string& sources) {
@@ -127,7 +114,7 @@ class NetSourceTest : public ::testing::Test {
     const auto reached = [&] {
       const std::string m = Metrics();
       for (const auto& [series, value] : expected) {
-        if (Sample(m, series) != value) return false;
+        if (testing::Sample(m, series) != value) return false;
       }
       return true;
     };
@@ -138,12 +125,10 @@ class NetSourceTest : public ::testing::Test {
   std::string Show(const std::vector<std::string>& series) {
     const std::string m = Metrics();
     std::string out;
-    for (const std::string& s : series) out += s + " = " + std::to_string(Sample(m, s)) + "\n";
+    for (const std::string& s : series)
+      out += s + " = " + std::to_string(testing::Sample(m, s)) + "\n";
     return out;
   }
-
-  std::string dir_;
-  uint16_t port_ = 0;
 };
 
 TEST_F(NetSourceTest, EveryTypeCountsEachLineExactlyAndUnixSocketsComeAndGo) {
@@ -243,14 +228,14 @@ TEST_F(NetSourceTest, AReloadKeepsConnectionsOfUnchangedSourcesAndRestartsChange
 
   const uint16_t added_port = testing::FreePort();
   const std::string reloads = "faultline_config_reloads_total{result=\"success\"}";
-  const double before = Sample(Metrics(), reloads);
+  const double before = testing::Sample(Metrics(), reloads);
   WriteConfig(keep + dgram +
               "  - {id: change, type: tcp, listen: '127.0.0.1:" + std::to_string(change_port) +
               "', max_connections: 20}\n  - {id: added, type: tcp, listen: '127.0.0.1:" +
               std::to_string(added_port) + "'}\n  - {id: clash, type: tcp, listen: '127.0.0.1:" +
               std::to_string(keep_port) + "'}\n");
   ASSERT_EQ(0, kill(agent->pid(), SIGHUP));
-  ASSERT_TRUE(Eventually([&] { return Sample(Metrics(), reloads) == before + 1; }))
+  ASSERT_TRUE(Eventually([&] { return testing::Sample(Metrics(), reloads) == before + 1; }))
       << agent->Stderr();
 
   // The kept connection is the same stream: its half line is completed, not cut at the reload.
@@ -537,8 +522,8 @@ TEST_P(NetTypeTest, ALongLineOrGarbageFromOneSenderDoesNotDelayAnother) {
   Client other = Connect();
   for (int d = 0; d < 10; ++d) ASSERT_TRUE(other.Send(Lines("other" + std::to_string(d), 10)));
   const auto sent = std::chrono::steady_clock::now();
-  const bool counted =
-      Eventually([&] { return Sample(Metrics(), Hits()) == 10; }, std::chrono::seconds(10));
+  const bool counted = Eventually([&] { return testing::Sample(Metrics(), Hits()) == 10; },
+                                  std::chrono::seconds(10));
   const auto took = std::chrono::steady_clock::now() - sent;
   const bool still_flooding = flooding;
   const std::string while_flooding = Show({Lines("net"), Hits()});
@@ -549,7 +534,7 @@ TEST_P(NetTypeTest, ALongLineOrGarbageFromOneSenderDoesNotDelayAnother) {
   EXPECT_LT(took, std::chrono::seconds(2));
   if (stream) {
     // The 100 MiB line was cut at max_line_bytes (1 MiB) and counted as truncated lines.
-    EXPECT_GE(Sample(Metrics(), "faultline_lines_truncated_total"), 1);
+    EXPECT_GE(testing::Sample(Metrics(), "faultline_lines_truncated_total"), 1);
   }
   EXPECT_TRUE(agent->running());
   EXPECT_EQ(0, agent->Stop(SIGTERM));

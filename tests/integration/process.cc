@@ -10,8 +10,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <thread>
 
@@ -78,8 +80,7 @@ Completed RunFaultline(const std::vector<std::string>& args, const std::string& 
 }
 
 Daemon::Daemon(const std::vector<std::string>& args, int max_open_files,
-               const std::vector<std::string>& wrapper,
-               const std::function<void()>& in_child) {
+               const std::vector<std::string>& wrapper, const std::function<void()>& in_child) {
   stderr_path_ = TempDir("daemon") + "/stderr";
   std::vector<std::string> storage;
   std::vector<char*> argv = Argv(args, storage, wrapper);
@@ -185,8 +186,34 @@ int HttpPost(uint16_t port, const std::string& path, const std::string& bearer_t
   }
 }
 
+double Sample(const std::string& metrics, const std::string& series, double absent) {
+  std::istringstream in(metrics);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+  }
+  return absent;
+}
+
 uint16_t FreePort() {
+  // Below the kernel's ephemeral range: a port the kernel picked (bind to port 0) is the kind it
+  // also gives to the next outgoing connection, which took one before the test's server bound it
+  // (Prometheus: "bind: address already in use"). Random, so concurrent tests rarely collide.
+  int ephemeral_low = 32768;
+  std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> ephemeral_low;
+  const int low = 10000;
+  const int high = std::max(low + 1000, ephemeral_low);
+  static std::mt19937 random(std::random_device{}() ^ static_cast<unsigned>(getpid()));
   asio::io_context io;
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const auto port =
+        static_cast<uint16_t>(std::uniform_int_distribution<int>(low, high - 1)(random));
+    asio::ip::tcp::acceptor acceptor(io);
+    boost::system::error_code ec;
+    acceptor.open(asio::ip::tcp::v4(), ec);
+    if (!ec) acceptor.bind({asio::ip::make_address("127.0.0.1"), port}, ec);
+    if (!ec) return port;
+  }
   asio::ip::tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
   return acceptor.local_endpoint().port();
 }

@@ -63,6 +63,10 @@ int HttpGet(uint16_t port, const std::string& path, std::string* body);
 int HttpPost(uint16_t port, const std::string& path, const std::string& bearer_token,
              std::string* body);
 
+// The value of the sample `series` (name and labels exactly as serialised) in a /metrics body,
+// or `absent` when it is not there.
+double Sample(const std::string& metrics, const std::string& series, double absent = -1);
+
 // A TCP port that was free a moment ago.
 uint16_t FreePort();
 

@@ -37,15 +37,6 @@ constexpr char kToken[] = "load-test-token-0123456789abcdef";
 constexpr int kReloads = 100;
 constexpr uint64_t kHitEvery = 50;  // one line in 50 is a known failure
 
-double Sample(const std::string& metrics, const std::string& series) {
-  std::istringstream in(metrics);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
-  }
-  return -1;
-}
-
 long RssKiB(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
   std::string line;
@@ -179,8 +170,8 @@ TEST_F(ReloadLoadTest, HundredReloadsUnderLoadLoseNoLineAndCountNoneTwice) {
       ASSERT_EQ(0, kill(agent.pid(), SIGHUP));
       ASSERT_TRUE(Eventually([&] {
         const std::string m = Metrics();
-        return Sample(m, "faultline_config_reloads_total{result=\"success\"}") +
-                   Sample(m, "faultline_config_reloads_total{result=\"failure\"}") ==
+        return testing::Sample(m, "faultline_config_reloads_total{result=\"success\"}") +
+                   testing::Sample(m, "faultline_config_reloads_total{result=\"failure\"}") ==
                i + 1;
       })) << i
           << agent.Stderr();
@@ -198,17 +189,18 @@ TEST_F(ReloadLoadTest, HundredReloadsUnderLoadLoseNoLineAndCountNoneTwice) {
   const uint64_t hits = lines / kHitEvery;
 
   ASSERT_TRUE(Eventually(
-      [&] { return Sample(Metrics(), "faultline_lines_total{source=\"load\"}") == lines; },
+      [&] { return testing::Sample(Metrics(), "faultline_lines_total{source=\"load\"}") == lines; },
       std::chrono::seconds(60)))
-      << "counted " << Sample(Metrics(), "faultline_lines_total{source=\"load\"}") << " of "
-      << lines;
+      << "counted " << testing::Sample(Metrics(), "faultline_lines_total{source=\"load\"}")
+      << " of " << lines;
   const double catch_up_seconds = std::chrono::duration<double>(Clock::now() - write_start).count();
   const std::string metrics = Metrics();
   EXPECT_EQ(
       static_cast<double>(hits),
-      Sample(metrics, "faultline_signature_matches_total{severity=\"error\",signature=\"t.hit\"}"));
-  EXPECT_EQ(ok, Sample(metrics, "faultline_config_reloads_total{result=\"success\"}"));
-  EXPECT_EQ(failed, Sample(metrics, "faultline_config_reloads_total{result=\"failure\"}"));
+      testing::Sample(metrics,
+                      "faultline_signature_matches_total{severity=\"error\",signature=\"t.hit\"}"));
+  EXPECT_EQ(ok, testing::Sample(metrics, "faultline_config_reloads_total{result=\"success\"}"));
+  EXPECT_EQ(failed, testing::Sample(metrics, "faultline_config_reloads_total{result=\"failure\"}"));
   EXPECT_TRUE(agent.running());
 
   // The longest time a reload held the loop, as the agent logged it.

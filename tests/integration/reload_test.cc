@@ -31,16 +31,6 @@ std::string RuleYaml(const std::string& id, const std::string& pattern,
          pattern + "']\n" + extra + "root_cause: r\nfix: f\n";
 }
 
-// The value of `series` in a /metrics body, or -1 when absent.
-double Sample(const std::string& metrics, const std::string& series) {
-  std::istringstream in(metrics);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
-  }
-  return -1;
-}
-
 std::string Matches(const std::string& id, const std::string& severity = "error") {
   return "faultline_signature_matches_total{severity=\"" + severity + "\",signature=\"" + id +
          "\"}";
@@ -94,7 +84,7 @@ class ReloadTest : public ::testing::Test {
     return HttpGet(port_, "/metrics", &body) == 200 ? body : "";
   }
   bool Reaches(const std::string& series, double value) {
-    return Eventually([&] { return Sample(Metrics(), series) == value; });
+    return Eventually([&] { return testing::Sample(Metrics(), series) == value; });
   }
   nlohmann::json Status() {
     std::string body;
@@ -111,9 +101,9 @@ TEST_F(ReloadTest, SighupKeepsCountersOfRulesThatStayDropsRemovedOnesAndStartsNe
   Append("logs/a.log", "CUDA out of memory\nok\nCUDA out of memory\nWatchdog caught collective\n");
   ASSERT_TRUE(Reaches(Matches("t.oom"), 2)) << agent.Stderr();
   ASSERT_TRUE(Reaches(Matches("t.nccl"), 1));
-  EXPECT_EQ(1, Sample(Metrics(), "faultline_config_last_reload_successful"));
+  EXPECT_EQ(1, testing::Sample(Metrics(), "faultline_config_last_reload_successful"));
   const double started =
-      Sample(Metrics(), "faultline_config_last_reload_success_timestamp_seconds");
+      testing::Sample(Metrics(), "faultline_config_last_reload_success_timestamp_seconds");
   EXPECT_GT(started, 1.7e9);
 
   WriteRules("a.yaml", RuleYaml("t.oom", "CUDA out of memory") + "---\n" +
@@ -121,17 +111,18 @@ TEST_F(ReloadTest, SighupKeepsCountersOfRulesThatStayDropsRemovedOnesAndStartsNe
   kill(agent.pid(), SIGHUP);
   ASSERT_TRUE(Reaches(kReloadsOk, 1)) << agent.Stderr();
   const std::string after = Metrics();
-  EXPECT_EQ(2, Sample(after, Matches("t.oom")));
-  EXPECT_EQ(-1, Sample(after, Matches("t.nccl")));  // its series went with it
-  EXPECT_EQ(0, Sample(after, Matches("t.new")));
-  EXPECT_EQ(2, Sample(after, "faultline_rules_loaded"));
-  EXPECT_EQ(0, Sample(after, kReloadsFailed));
-  EXPECT_GE(Sample(after, "faultline_config_last_reload_success_timestamp_seconds"), started);
+  EXPECT_EQ(2, testing::Sample(after, Matches("t.oom")));
+  EXPECT_EQ(-1, testing::Sample(after, Matches("t.nccl")));  // its series went with it
+  EXPECT_EQ(0, testing::Sample(after, Matches("t.new")));
+  EXPECT_EQ(2, testing::Sample(after, "faultline_rules_loaded"));
+  EXPECT_EQ(0, testing::Sample(after, kReloadsFailed));
+  EXPECT_GE(testing::Sample(after, "faultline_config_last_reload_success_timestamp_seconds"),
+            started);
 
   Append("logs/a.log", "brand new failure\nCUDA out of memory\nWatchdog caught collective\n");
   ASSERT_TRUE(Reaches(Matches("t.oom"), 3)) << agent.Stderr();
   ASSERT_TRUE(Reaches(Matches("t.new"), 1));
-  EXPECT_EQ(7, Sample(Metrics(), "faultline_lines_total{source=\"train\"}"));
+  EXPECT_EQ(7, testing::Sample(Metrics(), "faultline_lines_total{source=\"train\"}"));
 
   const nlohmann::json status = Status();
   EXPECT_EQ(true, status["reloads"]["last"]["ok"]);
@@ -149,7 +140,7 @@ TEST_F(ReloadTest, AnInvalidConfigIsRejectedWithFileLineAndKeyAndTheOldOneKeepsC
   WriteRules("b.yaml", RuleYaml("t.bad", "(unclosed"));
   kill(agent.pid(), SIGHUP);
   ASSERT_TRUE(Reaches(kReloadsFailed, 1)) << agent.Stderr();
-  EXPECT_EQ(0, Sample(Metrics(), "faultline_config_last_reload_successful"));
+  EXPECT_EQ(0, testing::Sample(Metrics(), "faultline_config_last_reload_successful"));
   nlohmann::json last = Status()["reloads"]["last"];
   EXPECT_EQ(false, last["ok"]);
   ASSERT_FALSE(last["errors"].empty());
@@ -167,7 +158,7 @@ TEST_F(ReloadTest, AnInvalidConfigIsRejectedWithFileLineAndKeyAndTheOldOneKeepsC
   // The old rules still count, and the page says what happened.
   Append("logs/a.log", "CUDA out of memory\n");
   ASSERT_TRUE(Reaches(Matches("t.oom"), 2)) << agent.Stderr();
-  EXPECT_EQ(0, Sample(Metrics(), kReloadsOk));
+  EXPECT_EQ(0, testing::Sample(Metrics(), kReloadsOk));
   std::string page;
   ASSERT_EQ(200, HttpGet(port_, "/", &page));
   EXPECT_THAT(page, HasSubstr("0 applied, 2 rejected"));
@@ -184,17 +175,17 @@ TEST_F(ReloadTest, HttpReloadNeedsTheAdminTokenAndAnswersWithTheOutcome) {
   EXPECT_EQ(401, HttpPost(port_, "/-/reload", "", &body));
   EXPECT_EQ(401, HttpPost(port_, "/-/reload", "not-the-token-at-all", &body));
   EXPECT_EQ(405, HttpGet(port_, "/-/reload", &body));
-  EXPECT_EQ(0, Sample(Metrics(), kReloadsOk));
+  EXPECT_EQ(0, testing::Sample(Metrics(), kReloadsOk));
 
   ASSERT_EQ(200, HttpPost(port_, "/-/reload", kToken, &body)) << body;
   EXPECT_EQ("reload applied: 2 rules, 1 source(s)\n", body);
-  EXPECT_EQ(1, Sample(Metrics(), kReloadsOk));
+  EXPECT_EQ(1, testing::Sample(Metrics(), kReloadsOk));
 
   WriteConfig(FileSource("train", "logs/*.log"), "reload:\n  timeout_ms: 5\n");
   ASSERT_EQ(422, HttpPost(port_, "/-/reload", kToken, &body)) << body;
   EXPECT_THAT(body, HasSubstr("reload rejected; the running config is kept:\n"));
   EXPECT_THAT(body, HasSubstr(config + ":8: key 'reload.timeout_ms': must be from 1000"));
-  EXPECT_EQ(1, Sample(Metrics(), kReloadsFailed));
+  EXPECT_EQ(1, testing::Sample(Metrics(), kReloadsFailed));
   EXPECT_EQ(0, agent.Stop(SIGTERM));
 }
 
@@ -214,7 +205,7 @@ TEST_F(ReloadTest, SourcesAddedAndRemovedStartAndStopWithoutTouchingTheOthers) {
   // train was not restarted: start_at beginning would have read its 3 lines again.
   Append("logs/a.log", "CUDA out of memory\n");
   ASSERT_TRUE(Reaches(Matches("t.oom"), 2));
-  EXPECT_EQ(4, Sample(Metrics(), "faultline_lines_total{source=\"train\"}"));
+  EXPECT_EQ(4, testing::Sample(Metrics(), "faultline_lines_total{source=\"train\"}"));
 
   WriteConfig(FileSource("build", "build/*.txt"));
   kill(agent.pid(), SIGHUP);
@@ -225,8 +216,8 @@ TEST_F(ReloadTest, SourcesAddedAndRemovedStartAndStopWithoutTouchingTheOthers) {
   Append("logs/a.log", "CUDA out of memory\n");  // no longer followed
   Append("build/x.txt", "CUDA out of memory\n");
   ASSERT_TRUE(Reaches("faultline_lines_total{source=\"build\"}", 3));
-  EXPECT_EQ(3, Sample(Metrics(), Matches("t.oom")));
-  EXPECT_EQ(4, Sample(Metrics(), "faultline_lines_total{source=\"train\"}"));
+  EXPECT_EQ(3, testing::Sample(Metrics(), Matches("t.oom")));
+  EXPECT_EQ(4, testing::Sample(Metrics(), "faultline_lines_total{source=\"train\"}"));
   EXPECT_EQ(0, agent.Stop(SIGTERM));
 }
 
@@ -245,7 +236,7 @@ TEST_F(ReloadTest, APendingHitWaitsAcrossAReloadAndIsCountedOnce) {
   Append("logs/a.log", "AssertionError: Unable to pre-compile async_io\n");
   ASSERT_TRUE(Reaches(Matches("t.aio"), 1)) << Metrics() << agent.Stderr();
   // Never settled unconfirmed: no warning series was ever made.
-  EXPECT_EQ(-1, Sample(Metrics(), Matches("t.aio", "warning")));
+  EXPECT_EQ(-1, testing::Sample(Metrics(), Matches("t.aio", "warning")));
   EXPECT_EQ(0, agent.Stop(SIGTERM));
 }
 
@@ -255,7 +246,7 @@ TEST_F(ReloadTest, WatchReloadsWhenARuleFileChanges) {
   ASSERT_TRUE(Eventually([&] { return !Metrics().empty(); })) << agent.Stderr();
   WriteRules("c.yaml", RuleYaml("t.watched", "watched failure"));
   ASSERT_TRUE(Reaches(Matches("t.watched"), 0)) << agent.Stderr();
-  EXPECT_EQ(1, Sample(Metrics(), kReloadsOk));
+  EXPECT_EQ(1, testing::Sample(Metrics(), kReloadsOk));
   EXPECT_EQ("file change", Status()["reloads"]["last"]["trigger"]);
   Append("logs/a.log", "a watched failure\n");
   ASSERT_TRUE(Reaches(Matches("t.watched"), 1));
@@ -264,7 +255,7 @@ TEST_F(ReloadTest, WatchReloadsWhenARuleFileChanges) {
   ASSERT_TRUE(Reaches(kReloadsFailed, 1)) << agent.Stderr();
   WriteRules("c.yaml", RuleYaml("t.watched", "watched failure"));
   ASSERT_TRUE(Reaches(kReloadsOk, 2)) << agent.Stderr();
-  EXPECT_EQ(1, Sample(Metrics(), Matches("t.watched")));
+  EXPECT_EQ(1, testing::Sample(Metrics(), Matches("t.watched")));
   EXPECT_EQ(0, agent.Stop(SIGTERM));
 }
 

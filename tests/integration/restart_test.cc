@@ -19,6 +19,7 @@
 #include <string>
 #include <thread>
 
+#include "tests/integration/agent_folder.h"
 #include "tests/integration/process.h"
 #include "tests/support/prerequisite.h"
 
@@ -85,13 +86,9 @@ const std::string kSegv =
 const std::string kRank =
     "faultline_signature_matches_total{rank=\"3\",severity=\"error\",signature=\"t.rank\"}";
 
-double Sample(const std::string& metrics, const std::string& series) {
-  std::istringstream in(metrics);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
-  }
-  return 0;  // a series not there yet has counted nothing
+// A series not there yet has counted nothing.
+double Counted(const std::string& metrics, const std::string& series) {
+  return testing::Sample(metrics, series, 0);
 }
 
 // What was written, by kind: the counts the agent must end with.
@@ -107,12 +104,12 @@ std::string Describe(const Truth& t) {
 }
 
 Truth Read(const std::string& metrics) {
-  return Truth{static_cast<uint64_t>(Sample(metrics, kLines)),
-               static_cast<uint64_t>(Sample(metrics, kOom)),
-               static_cast<uint64_t>(Sample(metrics, kNcclError)),
-               static_cast<uint64_t>(Sample(metrics, kNcclWarning)),
-               static_cast<uint64_t>(Sample(metrics, kSegv)),
-               static_cast<uint64_t>(Sample(metrics, kRank))};
+  return Truth{static_cast<uint64_t>(Counted(metrics, kLines)),
+               static_cast<uint64_t>(Counted(metrics, kOom)),
+               static_cast<uint64_t>(Counted(metrics, kNcclError)),
+               static_cast<uint64_t>(Counted(metrics, kNcclWarning)),
+               static_cast<uint64_t>(Counted(metrics, kSegv)),
+               static_cast<uint64_t>(Counted(metrics, kRank))};
 }
 
 // Group `n` of the log: a few lines written with one write(), so that logrotate never splits
@@ -156,16 +153,12 @@ std::string Group(uint64_t n, Truth& truth) {
   return text;
 }
 
-class RestartTest : public ::testing::Test {
+class RestartTest : public testing::AgentFolderTest {
  protected:
   void SetUp() override {
-    dir_ = testing::TempDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_ + "/rules");
-    fs::create_directories(dir_ + "/logs");
-    std::ofstream(dir_ + "/rules/t.yaml") << kRules;
-    port_ = testing::FreePort();
+    AgentFolderTest::SetUp();
+    WriteFile("rules/t.yaml", kRules);
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   std::string WriteConfig(const std::string& extra_state = "", const std::string& start_at = "end",
                           const std::string& extra_source = "") {
@@ -213,9 +206,6 @@ class RestartTest : public ::testing::Test {
     const std::string command = "logrotate -f -s '" + dir_ + "/logrotate.state' '" + config + "'";
     ASSERT_EQ(0, std::system(command.c_str())) << command;
   }
-
-  std::string dir_;
-  uint16_t port_ = 0;
 };
 
 bool HaveLogrotate() { return std::system("command -v logrotate >/dev/null 2>&1") == 0; }
@@ -303,7 +293,7 @@ TEST_F(RestartTest, KillNineAtTwentyRandomMomentsUnderLogrotateCountsEveryLineOn
       << history.substr(history.size() > 30000 ? history.size() - 30000 : 0) << "--- last\n"
       << agent.Stderr().substr(0, 6000);
   EXPECT_EQ(0,
-            Sample(Metrics(), "faultline_bytes_lost_total{reason=\"truncated\",source=\"logs\"}"));
+            Counted(Metrics(), "faultline_bytes_lost_total{reason=\"truncated\",source=\"logs\"}"));
   EXPECT_GE(rotations, 10);
   EXPECT_EQ(0, agent.Stop(SIGTERM));
 }
@@ -473,7 +463,7 @@ TEST_F(RestartTest, ACorruptStateFileIsMovedAsideReportedAndTheAgentStartsFresh)
   WaitUntilServing(agent);
   // With no saved state the file is read again from its beginning (start_at), counted anew.
   EXPECT_TRUE(Reaches(truth)) << Describe(Read(Metrics())) << agent.Stderr();
-  EXPECT_EQ(1, Sample(Metrics(), "faultline_state_corrupt_files_total"));
+  EXPECT_EQ(1, Counted(Metrics(), "faultline_state_corrupt_files_total"));
   EXPECT_THAT(agent.Stderr(), HasSubstr("moved it aside to " + db + ".corrupt-"));
   bool aside = false;
   for (const auto& entry : fs::directory_iterator(dir_ + "/state")) {
@@ -498,10 +488,10 @@ TEST_F(RestartTest, APartialLineIsMatchedAfterPartialFlushMsOnceAndPerFileSeries
   const std::string path = dir_ + "/logs/app.log";
   const std::string labels = "{path=\"" + path + "\",source=\"logs\"}";
   const std::string m = Metrics();
-  EXPECT_EQ(2, Sample(m, "faultline_file_lines_total" + labels)) << m;
-  EXPECT_EQ(0, Sample(m, "faultline_file_lag_bytes" + labels));
+  EXPECT_EQ(2, Counted(m, "faultline_file_lines_total" + labels)) << m;
+  EXPECT_EQ(0, Counted(m, "faultline_file_lag_bytes" + labels));
   EXPECT_EQ(static_cast<double>(fs::file_size(path)),
-            Sample(m, "faultline_file_read_offset_bytes" + labels));
+            Counted(m, "faultline_file_read_offset_bytes" + labels));
   EXPECT_EQ(0, agent.Stop(SIGTERM));
 }
 
@@ -540,7 +530,7 @@ TEST_F(RestartTest, AFullStateDirNeverStopsCountingReadyzSaysWhyAndCheckpointsRe
   // Fill the agent's state.dir, as it sees it, to the last byte.
   ASSERT_NE(0, InNamespaceOf(agent.pid(), "cat /dev/zero > " + state + "/filler 2>/dev/null"));
   uint64_t n = 200;
-  const auto errors = [&] { return Sample(Metrics(), "faultline_checkpoint_errors_total"); };
+  const auto errors = [&] { return Counted(Metrics(), "faultline_checkpoint_errors_total"); };
   for (int i = 0; i < 20 && errors() == 0; ++i) {
     AppendGroups(n, n + 200, truth);  // every checkpoint has something new to write
     n += 200;
@@ -586,7 +576,7 @@ TEST_F(RestartTest, AReadOnlyStateDirStillRestoresCountsAndCheckpointsOnceWritab
   std::string body;
   EXPECT_EQ(503, HttpGet(port_, "/readyz", &body));
   EXPECT_THAT(body, HasSubstr("checkpoint")) << body;
-  EXPECT_GT(Sample(Metrics(), "faultline_checkpoint_errors_total"), 0);
+  EXPECT_GT(Counted(Metrics(), "faultline_checkpoint_errors_total"), 0);
   ASSERT_EQ(0, InNamespaceOf(agent.pid(), "mount -o remount,rw " + state));
   EXPECT_TRUE(Eventually([&] { return HttpGet(port_, "/readyz", &body) == 200; })) << body;
   EXPECT_EQ(0, agent.Stop(SIGTERM));

@@ -1,6 +1,8 @@
 // `faultline run` as a user runs it: the real binary with a config on a free port, real files
 // appended to, and /metrics polled over HTTP until the expected counts appear.
 #include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -8,23 +10,20 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-#include <regex>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
 
+#include "tests/integration/agent_folder.h"
 #include "tests/integration/process.h"
 #include "tests/support/prerequisite.h"
 
 namespace faultline {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::Daemon;
 using testing::Eventually;
+using ::testing::HasSubstr;
 using testing::HttpGet;
 
 constexpr char kRules[] = R"(id: t.cuda_oom
@@ -56,26 +55,12 @@ root_cause: r
 fix: f
 )";
 
-// The value of the sample `series` (name and labels exactly as serialised), or -1 when absent.
-double Sample(const std::string& metrics, const std::string& series) {
-  std::istringstream in(metrics);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
-  }
-  return -1;
-}
-
-class RunTest : public ::testing::Test {
+class RunTest : public testing::AgentFolderTest {
  protected:
   void SetUp() override {
-    dir_ = testing::TempDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_ + "/rules");
-    std::filesystem::create_directories(dir_ + "/logs");
-    std::ofstream(dir_ + "/rules/t.yaml") << kRules;
-    port_ = testing::FreePort();
+    AgentFolderTest::SetUp();
+    WriteFile("rules/t.yaml", kRules);
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
   std::string WriteConfig(const std::string& start_at, int idle_flush_ms = 2000) {
     const std::string path = dir_ + "/faultline.yaml";
@@ -94,11 +79,8 @@ class RunTest : public ::testing::Test {
     return HttpGet(port_, "/metrics", &body) == 200 ? body : "";
   }
   bool MetricsReach(const std::string& series, double value) {
-    return Eventually([&] { return Sample(Metrics(), series) == value; });
+    return Eventually([&] { return testing::Sample(Metrics(), series) == value; });
   }
-
-  std::string dir_;
-  uint16_t port_ = 0;
 };
 
 constexpr char kOomError[] =
@@ -109,10 +91,11 @@ TEST_F(RunTest, CountsAppendedLinesAndServesMetrics) {
   Daemon agent({"run", "-c", WriteConfig("end")});
   ASSERT_TRUE(Eventually([&] { return !Metrics().empty(); })) << agent.Stderr();
   const std::string initial = Metrics();
-  EXPECT_EQ(0, Sample(initial, kOomError));
-  EXPECT_EQ(0, Sample(initial, "faultline_signature_matches_total{severity=\"critical\","
+  EXPECT_EQ(0, testing::Sample(initial, kOomError));
+  EXPECT_EQ(0, testing::Sample(initial,
+                               "faultline_signature_matches_total{severity=\"critical\","
                                "signature=\"t.nccl_timeout\"}"));
-  EXPECT_EQ(3, Sample(initial, "faultline_rules_loaded"));
+  EXPECT_EQ(3, testing::Sample(initial, "faultline_rules_loaded"));
   EXPECT_THAT(initial, HasSubstr("faultline_build_info{version=\""));
 
   const std::string appended =
@@ -123,10 +106,10 @@ TEST_F(RunTest, CountsAppendedLinesAndServesMetrics) {
   Append("train.log", appended);
   ASSERT_TRUE(MetricsReach(kOomError, 2)) << Metrics() << agent.Stderr();
   const std::string after = Metrics();
-  EXPECT_EQ(4, Sample(after, "faultline_lines_total{source=\"train\"}"));
+  EXPECT_EQ(4, testing::Sample(after, "faultline_lines_total{source=\"train\"}"));
   EXPECT_EQ(static_cast<double>(appended.size()),
-            Sample(after, "faultline_bytes_total{source=\"train\"}"));
-  EXPECT_EQ(0, Sample(after, "faultline_lines_truncated_total"));
+            testing::Sample(after, "faultline_bytes_total{source=\"train\"}"));
+  EXPECT_EQ(0, testing::Sample(after, "faultline_lines_truncated_total"));
 
   std::string health;
   EXPECT_EQ(200, HttpGet(port_, "/healthz", &health));
@@ -138,9 +121,10 @@ TEST_F(RunTest, PartialLineIsMatchedOnceCompleted) {
   Append("a.log", "Watchdog caught collective ");
   ASSERT_TRUE(Eventually([&] { return !Metrics().empty(); }));
   Append("a.log", "operation timeout: WorkNCCL(SeqNum=1)\n");
-  EXPECT_TRUE(MetricsReach("faultline_signature_matches_total{severity=\"critical\","
-                           "signature=\"t.nccl_timeout\"}",
-                           1));
+  EXPECT_TRUE(
+      MetricsReach("faultline_signature_matches_total{severity=\"critical\","
+                   "signature=\"t.nccl_timeout\"}",
+                   1));
   EXPECT_EQ(0, agent.Stop(SIGINT));
 }
 
@@ -166,8 +150,8 @@ TEST_F(RunTest, PendingContextSettlesWhenTheStreamGoesQuiet) {
       "faultline_signature_matches_total{severity=\"warning\",signature=\"t.aio\"}", 1))
       << Metrics();
   Append("b.log", "LNK1181: 'aio.lib'\nAssertionError: Unable to pre-compile async_io\n");
-  EXPECT_TRUE(MetricsReach(
-      "faultline_signature_matches_total{severity=\"error\",signature=\"t.aio\"}", 1));
+  EXPECT_TRUE(
+      MetricsReach("faultline_signature_matches_total{severity=\"error\",signature=\"t.aio\"}", 1));
   EXPECT_EQ(0, agent.Stop(SIGTERM));
 }
 
@@ -177,7 +161,7 @@ TEST_F(RunTest, GarbageAndHugeLinesDoNotStopCounting) {
   junk += std::string(3 << 20, 'z') + "\nCUDA out of memory\n";
   Append("a.log", junk);
   ASSERT_TRUE(MetricsReach(kOomError, 1)) << agent.Stderr();
-  EXPECT_EQ(1, Sample(Metrics(), "faultline_lines_truncated_total"));
+  EXPECT_EQ(1, testing::Sample(Metrics(), "faultline_lines_truncated_total"));
   EXPECT_EQ(0, agent.Stop(SIGTERM));
 }
 

@@ -1,12 +1,13 @@
 // `faultline scan` telling a root cause from its consequences, and naming where the failure
 // started: rules with role/consequence_of, rank and host prefixes, the report's text and JSON.
-#include <filesystem>
-#include <fstream>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "tests/integration/agent_folder.h"
 #include "tests/integration/process.h"
 
 namespace faultline {
@@ -68,14 +69,12 @@ root_cause: r
 fix: f
 )";
 
-class ScanGroupingTest : public ::testing::Test {
+class ScanGroupingTest : public testing::AgentFolderTest {
  protected:
   void SetUp() override {
-    dir_ = testing::TempDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_ + "/rules");
-    std::ofstream(dir_ + "/rules/g.yaml") << kRules;
+    AgentFolderTest::SetUp();
+    WriteFile("rules/g.yaml", kRules);
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string Write(const std::string& text) {
     std::ofstream(dir_ + "/job.log", std::ios::binary) << text;
     return dir_ + "/job.log";
@@ -87,7 +86,6 @@ class ScanGroupingTest : public ::testing::Test {
     return RunFaultline(args);
   }
   nlohmann::json Json(const std::string& log) { return nlohmann::json::parse(Scan(log, true).out); }
-  std::string dir_;
 };
 
 constexpr char kOomThenTimeouts[] =
@@ -128,24 +126,27 @@ TEST_F(ScanGroupingTest, FirstFailureIsTheEarliestRootNotTheEarliestLine) {
 TEST_F(ScanGroupingTest, TextPutsTheRootFirstAndItsConsequencesUnderIt) {
   const auto r = Scan(Write(kOomThenTimeouts), false);
   EXPECT_EQ(1, r.exit_code);
-  EXPECT_THAT(r.out, HasSubstr("2 findings in " + dir_ + "/job.log (3 lines): 1 root cause, "
+  EXPECT_THAT(r.out, HasSubstr("2 findings in " + dir_ +
+                               "/job.log (3 lines): 1 root cause, "
                                "1 consequence\n"));
-  EXPECT_THAT(r.out, HasSubstr("first failing rank: 3 on host node07  (g.oom, " + dir_ +
-                               "/job.log:2)\n"));
+  EXPECT_THAT(r.out,
+              HasSubstr("first failing rank: 3 on host node07  (g.oom, " + dir_ + "/job.log:2)\n"));
   const size_t root = r.out.find("ERROR  GPU out of memory");
-  const size_t under = r.out.find("  consequences (explained by the failure above):\n"
-                                  "    ERROR  collective timed out\n"
-                                  "      signature:  g.watchdog  (2 lines)\n"
-                                  "      ranks:      0, 1\n");
+  const size_t under = r.out.find(
+      "  consequences (explained by the failure above):\n"
+      "    ERROR  collective timed out\n"
+      "      signature:  g.watchdog  (2 lines)\n"
+      "      ranks:      0, 1\n");
   ASSERT_NE(std::string::npos, root) << r.out;
   ASSERT_NE(std::string::npos, under) << r.out;
   EXPECT_LT(root, under);
 }
 
 TEST_F(ScanGroupingTest, TheEarliestRootBeforeTheSymptomExplainsIt) {
-  const auto doc = Json(Write("CUDA out of memory\n"
-                              "kernel.cu(3): error: identifier \"foo\" is undefined\n"
-                              "error: subprocess-exited-with-error\n"));
+  const auto doc =
+      Json(Write("CUDA out of memory\n"
+                 "kernel.cu(3): error: identifier \"foo\" is undefined\n"
+                 "error: subprocess-exited-with-error\n"));
   ASSERT_EQ(3u, doc["findings"].size());
   EXPECT_EQ("g.summary", doc["findings"][1]["signature"]);
   EXPECT_EQ("g.oom", doc["findings"][1]["caused_by"]);
@@ -165,8 +166,9 @@ TEST_F(ScanGroupingTest, ASymptomOnlyItsOwnListExplainsStaysARoot) {
 TEST_F(ScanGroupingTest, AnUnexplainedSymptomExplainsTheSymptomsAfterIt) {
   // No compile error was recognised: ninja's line is all the log says, and pip's summary after
   // it is its consequence.
-  const auto doc = Json(Write("ninja: build stopped: subcommand failed.\n"
-                              "error: subprocess-exited-with-error\n"));
+  const auto doc =
+      Json(Write("ninja: build stopped: subcommand failed.\n"
+                 "error: subprocess-exited-with-error\n"));
   ASSERT_EQ(2u, doc["findings"].size());
   EXPECT_EQ("g.stopped", doc["findings"][0]["signature"]);
   EXPECT_EQ("root", doc["findings"][0]["role"]);

@@ -1,12 +1,13 @@
 // `faultline scan` as a user runs it: real files and stdin, the JSON schema, exit codes, and bad
 // input that must be reported, never crash.
-#include <filesystem>
-#include <fstream>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "tests/integration/agent_folder.h"
 #include "tests/integration/process.h"
 
 namespace faultline {
@@ -50,14 +51,12 @@ examples:
   no_match: ['no overflow here']
 )";
 
-class ScanTest : public ::testing::Test {
+class ScanTest : public testing::AgentFolderTest {
  protected:
   void SetUp() override {
-    dir_ = testing::TempDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_ + "/rules");
-    std::ofstream(dir_ + "/rules/t.yaml") << kRules;
+    AgentFolderTest::SetUp();
+    WriteFile("rules/t.yaml", kRules);
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string Write(const std::string& name, const std::string& text) {
     std::ofstream(dir_ + "/" + name, std::ios::binary) << text;
     return dir_ + "/" + name;
@@ -66,15 +65,14 @@ class ScanTest : public ::testing::Test {
     args.insert(args.begin(), {"scan", "--rules", dir_ + "/rules"});
     return args;
   }
-  std::string dir_;
 };
 
 TEST_F(ScanTest, JsonReportsCountsFirstHitRootCauseAndFix) {
-  const std::string log = Write(
-      "train.log",
-      "step 1\nGradient overflow. Skipping step\nstep 2\n"
-      "[rank0]: torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
-      "step 3\nRuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB\n");
+  const std::string log =
+      Write("train.log",
+            "step 1\nGradient overflow. Skipping step\nstep 2\n"
+            "[rank0]: torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+            "step 3\nRuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB\n");
   const auto r = RunFaultline(Scan({"--format", "json", log}));
   EXPECT_EQ(1, r.exit_code) << r.err;
   const auto doc = nlohmann::json::parse(r.out);
@@ -88,9 +86,8 @@ TEST_F(ScanTest, JsonReportsCountsFirstHitRootCauseAndFix) {
   EXPECT_EQ(2, oom["count"]);
   EXPECT_EQ(log, oom["first"]["file"]);
   EXPECT_EQ(4, oom["first"]["line"]);
-  EXPECT_EQ(
-      "[rank0]: torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
-      oom["first"]["text"]);
+  EXPECT_EQ("[rank0]: torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+            oom["first"]["text"]);
   EXPECT_EQ("The GPU ran out of memory.", oom["root_cause"]);
   EXPECT_EQ("Reduce the batch size.", oom["fix"]);
   EXPECT_EQ("t.overflow", doc["findings"][1]["signature"]);
@@ -100,8 +97,8 @@ TEST_F(ScanTest, JsonReportsCountsFirstHitRootCauseAndFix) {
 // The report keeps one line per signature: a 1 MiB hit line is shown by its first 4 KiB, marked
 // as cut, in both formats.
 TEST_F(ScanTest, AHugeHitLineIsShownByItsStart) {
-  const std::string hit = "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB " +
-                          std::string(1 << 20, 'x');
+  const std::string hit =
+      "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB " + std::string(1 << 20, 'x');
   const std::string log = Write("huge.log", "step 1\n" + hit + "\n");
   const auto json = RunFaultline(Scan({"--format", "json", log}));
   EXPECT_EQ(1, json.exit_code) << json.err;
@@ -129,7 +126,8 @@ TEST_F(ScanTest, FindingsOfOneSeverityAreOrderedByWhereTheyFirstAppear) {
 }
 
 TEST_F(ScanTest, TextReportIsForPeople) {
-  const std::string log = Write("a.log", "x\nRuntimeError: CUDA out of memory. Tried to allocate 1 GiB\n");
+  const std::string log =
+      Write("a.log", "x\nRuntimeError: CUDA out of memory. Tried to allocate 1 GiB\n");
   const auto r = RunFaultline(Scan({log}));
   EXPECT_EQ(1, r.exit_code);
   EXPECT_THAT(r.out, HasSubstr("ERROR  CUDA out of memory"));
@@ -163,8 +161,9 @@ TEST_F(ScanTest, CleanLogExitsZeroAndSaysSo) {
 }
 
 TEST_F(ScanTest, ProgressBarLinesAndColourAreFramedBeforeMatching) {
-  const std::string log = Write(
-      "bar.log", " 10%|#   |\r 50%|##  |\r\x1b[31mCUDA out of memory.\x1b[0m Tried to allocate 1 GiB\n");
+  const std::string log =
+      Write("bar.log",
+            " 10%|#   |\r 50%|##  |\r\x1b[31mCUDA out of memory.\x1b[0m Tried to allocate 1 GiB\n");
   const auto r = RunFaultline(Scan({"--format", "json", log}));
   const auto doc = nlohmann::json::parse(r.out);
   EXPECT_EQ(3, doc["lines"]);
@@ -174,7 +173,8 @@ TEST_F(ScanTest, ProgressBarLinesAndColourAreFramedBeforeMatching) {
 
 TEST_F(ScanTest, InvalidUtf8NeverBreaksJsonOrText) {
   const std::string log =
-      Write("bin.log", std::string("\xff\xfe\x00garbage CUDA out of memory. Tried to allocate \xc3\n", 52));
+      Write("bin.log",
+            std::string("\xff\xfe\x00garbage CUDA out of memory. Tried to allocate \xc3\n", 52));
   const auto json = RunFaultline(Scan({"--format", "json", log}));
   EXPECT_EQ(1, json.exit_code) << json.err;
   const auto doc = nlohmann::json::parse(json.out);  // throws on invalid UTF-8
@@ -211,8 +211,8 @@ TEST_F(ScanTest, MappedFileAndPipeGiveTheSameReport) {
   std::string text;
   for (size_t boundary = 1 << 20; boundary <= 9u << 20; boundary += 1 << 20) {
     // Odd MiB: the hit line straddles the boundary; even: its "\r" ends just before it.
-    const size_t start = boundary % (2 << 20) != 0 ? boundary - hit.size() / 2
-                                                   : boundary - hit.size() - 1;
+    const size_t start =
+        boundary % (2 << 20) != 0 ? boundary - hit.size() / 2 : boundary - hit.size() - 1;
     while (text.size() + 80 < start) text += "step ok, loss 1.25\n";
     text.append(start - 1 - text.size(), '.');
     text += "\n" + hit + "\r\n";
@@ -256,9 +256,12 @@ TEST_F(ScanTest, UnknownOptionIsAUsageError) {
 }
 
 TEST(Cli, EveryCommandHasHelpAndVersion) {
-  for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"--help"}, {"scan", "--help"}, {"run", "--help"},
-        {"check", "--help"}, {"rules", "--help"}, {"rules", "test", "--help"}}) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"--help"},
+                                               {"scan", "--help"},
+                                               {"run", "--help"},
+                                               {"check", "--help"},
+                                               {"rules", "--help"},
+                                               {"rules", "test", "--help"}}) {
     const auto r = RunFaultline(args);
     EXPECT_EQ(0, r.exit_code) << args.back();
     EXPECT_THAT(r.out, HasSubstr("Usage: faultline")) << args[0];

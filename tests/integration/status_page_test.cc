@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "tests/integration/agent_folder.h"
 #include "tests/integration/process.h"
 
 namespace faultline {
@@ -43,14 +44,11 @@ const std::string kHitLine =
     "<script>document.body.dataset.pwned='y'+'es'</script> RuntimeError: CUDA out of memory. " +
     std::string(100000, 'x');
 
-class StatusPageTest : public ::testing::Test {
+class StatusPageTest : public testing::AgentFolderTest {
  protected:
   void SetUp() override {
-    dir_ = testing::TempDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_ + "/rules");
-    std::filesystem::create_directories(dir_ + "/logs");
-    std::ofstream(dir_ + "/rules/t.yaml") << kRules;
-    port_ = testing::FreePort();
+    AgentFolderTest::SetUp();
+    WriteFile("rules/t.yaml", kRules);
     config_ = dir_ + "/faultline.yaml";
     std::ofstream(config_) << "rules:\n  paths: [rules]\nhttp:\n  listen: 127.0.0.1:" << port_
                            << "\nsources:\n  - id: train\n    type: file\n"
@@ -61,16 +59,13 @@ class StatusPageTest : public ::testing::Test {
                                             << kBidiLine << "\n"
                                             << kHitLine << "\n";
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
   std::string Get(const std::string& path) {
     std::string body;
     return HttpGet(port_, path, &body) == 200 ? body : "";
   }
 
-  std::string dir_;
   std::string config_;
-  uint16_t port_ = 0;
 };
 
 TEST_F(StatusPageTest, PageAndJsonShowTheSignatureWithItsLastHitEscaped) {

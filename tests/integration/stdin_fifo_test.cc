@@ -16,6 +16,7 @@
 #include <string>
 #include <thread>
 
+#include "tests/integration/agent_folder.h"
 #include "tests/integration/process.h"
 
 namespace faultline {
@@ -48,15 +49,6 @@ fix: f
 
 constexpr char kOom[] =
     "faultline_signature_matches_total{severity=\"error\",signature=\"t.cuda_oom\"}";
-
-double Sample(const std::string& metrics, const std::string& series) {
-  std::istringstream in(metrics);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
-  }
-  return -1;
-}
 
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -125,15 +117,12 @@ class AgentProcess {
   std::string log_path_;
 };
 
-class StdinFifoTest : public ::testing::Test {
+class StdinFifoTest : public testing::AgentFolderTest {
  protected:
   void SetUp() override {
-    dir_ = testing::TempDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_ + "/rules");
-    std::ofstream(dir_ + "/rules/t.yaml") << kRules;
-    port_ = testing::FreePort();
+    AgentFolderTest::SetUp();
+    WriteFile("rules/t.yaml", kRules);
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
   std::string WriteConfig(const std::string& sources) {
     const std::string path = dir_ + "/faultline.yaml";
@@ -147,9 +136,6 @@ class StdinFifoTest : public ::testing::Test {
     std::string body;
     return HttpGet(port_, "/metrics", &body) == 200 ? body : "";
   }
-
-  std::string dir_;
-  uint16_t port_ = 0;
 };
 
 // 20,000 lines through a pipe, 200 of them matching: counted exactly while the pipe is open; then
@@ -173,16 +159,16 @@ TEST_F(StdinFifoTest, StdinPipeIsCountedExactlyAndTheAgentExitsZeroWhenItCloses)
   const std::string lines = "faultline_lines_total{source=\"piped\"}";
   ASSERT_TRUE(Eventually([&] {
     const std::string m = Metrics();
-    return Sample(m, lines) == 20001 && Sample(m, kOom) == 200;
+    return testing::Sample(m, lines) == 20001 && testing::Sample(m, kOom) == 200;
   })) << Metrics()
       << agent.Log();
   // The hit still waiting for context settles once the pipe is quiet (300 ms), as a warning.
   const std::string aio =
       "faultline_signature_matches_total{severity=\"warning\",signature=\"t.aio\"}";
-  ASSERT_TRUE(Eventually([&] { return Sample(Metrics(), aio) == 1; })) << Metrics();
+  ASSERT_TRUE(Eventually([&] { return testing::Sample(Metrics(), aio) == 1; })) << Metrics();
   const std::string final_metrics = Metrics();
-  EXPECT_EQ(20001, Sample(final_metrics, lines));
-  EXPECT_EQ(200, Sample(final_metrics, kOom));
+  EXPECT_EQ(20001, testing::Sample(final_metrics, lines));
+  EXPECT_EQ(200, testing::Sample(final_metrics, kOom));
 
   ASSERT_EQ(29, write(fds[1], "CUDA out of memory at the end", 29));  // no newline
   close(fds[1]);
@@ -272,13 +258,14 @@ TEST_F(StdinFifoTest, FifoSurvivesItsWriterClosingAndReopeningThreeTimes) {
   const std::string series = "faultline_lines_total{source=\"pipe\"}";
   ASSERT_TRUE(Eventually([&] {
     const std::string m = Metrics();
-    return Sample(m, series) == static_cast<double>(lines) && Sample(m, kOom) == 101;
+    return testing::Sample(m, series) == static_cast<double>(lines) &&
+           testing::Sample(m, kOom) == 101;
   })) << Metrics()
       << agent.Log();
   EXPECT_EQ(10001u, lines);
   const std::string after = Metrics();  // and nothing more
-  EXPECT_EQ(10001, Sample(after, series));
-  EXPECT_EQ(101, Sample(after, kOom));
+  EXPECT_EQ(10001, testing::Sample(after, series));
+  EXPECT_EQ(101, testing::Sample(after, kOom));
   EXPECT_EQ(0, agent.Stop(SIGTERM)) << agent.Log();
   EXPECT_THAT(agent.Log(), HasSubstr("created the named pipe " + fifo));
 }
@@ -312,10 +299,12 @@ TEST_F(StdinFifoTest, FifoAcrossRestartsResumesWithTheNextWriterAndCountsNoLineT
   };
   const auto counted = [&] {
     const std::string m = Metrics();
-    return Sample(m, series) == static_cast<double>(lines) &&
-           Sample(m, kOom) == static_cast<double>(ooms);
+    return testing::Sample(m, series) == static_cast<double>(lines) &&
+           testing::Sample(m, kOom) == static_cast<double>(ooms);
   };
-  const auto checkpoints = [&] { return Sample(Metrics(), "faultline_checkpoints_total"); };
+  const auto checkpoints = [&] {
+    return testing::Sample(Metrics(), "faultline_checkpoints_total");
+  };
 
   {
     AgentProcess agent({"run", "-c", config}, open("/dev/null", O_RDONLY), dir_ + "/agent1.log");
@@ -370,8 +359,9 @@ TEST_F(StdinFifoTest, StdinCountersContinueAcrossRuns) {
     ASSERT_EQ(static_cast<ssize_t>(text.size()), write(fds[1], text.data(), text.size()));
     ASSERT_TRUE(Eventually([&] {
       const std::string m = Metrics();
-      return Sample(m, series) == 300.0 * run && Sample(m, kOom) == 3.0 * run;
-    })) << "run " << run << ": " << Metrics() << agent.Log();
+      return testing::Sample(m, series) == 300.0 * run && testing::Sample(m, kOom) == 3.0 * run;
+    })) << "run "
+        << run << ": " << Metrics() << agent.Log();
     close(fds[1]);
     EXPECT_EQ(0, agent.WaitForExit(std::chrono::seconds(20))) << agent.Log();
   }

@@ -2,6 +2,8 @@
 // small descriptor limit, Kubernetes' symlinked container logs rotated behind the link, logrotate's
 // copytruncate under a glob that also matches the copies, and a FIFO where a log used to be. Each
 // test counts lines exactly through /metrics of the real binary.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 
@@ -12,20 +14,17 @@
 #include <string>
 #include <thread>
 
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
 #include "tests/integration/process.h"
 
 namespace faultline {
 namespace {
 
 namespace fs = std::filesystem;
-using ::testing::HasSubstr;
-using ::testing::Not;
 using testing::Daemon;
 using testing::Eventually;
+using ::testing::HasSubstr;
 using testing::HttpGet;
+using ::testing::Not;
 
 constexpr char kRule[] = R"(id: t.cuda_oom
 title: CUDA out of memory
@@ -38,15 +37,6 @@ fix: f
 constexpr char kOom[] =
     "faultline_signature_matches_total{severity=\"error\",signature=\"t.cuda_oom\"}";
 constexpr char kLines[] = "faultline_lines_total{source=\"logs\"}";
-
-double Sample(const std::string& metrics, const std::string& series) {
-  std::istringstream in(metrics);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
-  }
-  return -1;
-}
 
 size_t Count(const std::string& text, const std::string& what) {
   size_t n = 0;
@@ -87,7 +77,7 @@ class TailingTest : public ::testing::Test {
                    std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
     const auto reached = [&] {
       const std::string m = Metrics();
-      return Sample(m, kLines) == lines && Sample(m, kOom) == hits;
+      return testing::Sample(m, kLines) == lines && testing::Sample(m, kOom) == hits;
     };
     if (!Eventually(reached, timeout)) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -95,8 +85,8 @@ class TailingTest : public ::testing::Test {
   }
   std::string Counts() {
     const std::string m = Metrics();
-    return "lines " + std::to_string(Sample(m, kLines)) + ", hits " +
-           std::to_string(Sample(m, kOom));
+    return "lines " + std::to_string(testing::Sample(m, kLines)) + ", hits " +
+           std::to_string(testing::Sample(m, kOom));
   }
 
   std::string dir_;

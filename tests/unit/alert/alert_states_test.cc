@@ -200,6 +200,12 @@ TEST_F(AlertStatesTest, RecordsAndFixesRoundTripThroughTheirJson) {
   r.notified_by_receiver = {{"hook", 1234}};
   r.mute = MuteRecord{.set_at_ms = 1, .until_ms = 2, .reason = "node07", .by = "bob"};
   r.mute->runs = {"ci#1"};
+  r.failed_in_job = "ci";
+  r.clean_runs = 2;
+  r.resolved_at_ms = {10, 20, 30};
+  r.flapping = true;
+  r.flap_notified_ms = 30;
+  r.flap_held = AlertKind::kResolved;
   std::optional<SignatureRecord> back =
       AlertStates::SignatureFromJson(AlertStates::SignatureToJson(r));
   ASSERT_TRUE(back.has_value());
@@ -212,6 +218,12 @@ TEST_F(AlertStatesTest, RecordsAndFixesRoundTripThroughTheirJson) {
   ASSERT_TRUE(back->mute.has_value());
   EXPECT_EQ("node07", back->mute->reason);
   EXPECT_EQ(r.mute->runs, back->mute->runs);
+  EXPECT_EQ("ci", back->failed_in_job);
+  EXPECT_EQ(2u, back->clean_runs);
+  EXPECT_EQ(r.resolved_at_ms, back->resolved_at_ms);
+  EXPECT_TRUE(back->flapping);
+  EXPECT_EQ(30, back->flap_notified_ms);
+  EXPECT_EQ(AlertKind::kResolved, back->flap_held);
 
   FixRecord f;
   f.id = 3;

@@ -159,5 +159,25 @@ TEST(OutboxTest, RestoredEntriesInFlightAreSentAgainInOrder) {
   EXPECT_GT(after.Add("hook", Note("c"), kT0 + 3), b) << "seqs go on after the restored ones";
 }
 
+// A crash-looping agent must not try a dead receiver once per start: the backoff (and a 429's
+// pause) chosen before the restart holds after it.
+TEST(OutboxTest, ARestoredEntryWaitsOutTheBackoffChosenBeforeTheRestart) {
+  Outbox before({Target("hook")}, true);
+  const int64_t a = before.Add("hook", Note("a"), kT0);
+  before.MarkDurable({a});
+  ASSERT_EQ(1u, before.TakeDue(kT0).size());
+  const RetryDecision d = before.OnResult(a, Http(500), kT0 + 10, 1.0);
+  ASSERT_EQ(RetryDecision::Action::kRetry, d.action);
+  ASSERT_GT(d.delay.count(), 100);
+  const int64_t due = kT0 + 10 + d.delay.count();
+  Outbox after({Target("hook")}, true);
+  after.Restore(before.TakeDirty().changed);
+  EXPECT_TRUE(after.TakeDue(kT0 + 20).empty()) << "tried again at once after the restart";
+  EXPECT_EQ(due, after.NextWakeup(kT0 + 20));
+  const auto sends = after.TakeDue(due);
+  ASSERT_EQ(1u, sends.size());
+  EXPECT_EQ(2, sends[0].attempt);
+}
+
 }  // namespace
 }  // namespace faultline

@@ -44,6 +44,27 @@ class SignatureTrackerTest : public ::testing::Test {
     tracker.AddFix(fix, at, &events);
   }
 
+  // A successful run of `job` ended at `at`: the events it raised, as (kind, muted).
+  std::vector<std::pair<AlertKind, bool>> CleanRun(const std::string& job, int64_t at) {
+    std::vector<LifecycleEvent> events;
+    tracker.OnCleanRun(job, at, &events);
+    return Sent(events);
+  }
+  std::vector<std::pair<AlertKind, bool>> Tick(int64_t at) {
+    std::vector<LifecycleEvent> events;
+    tracker.Tick(at, &events);
+    return Sent(events);
+  }
+  std::vector<std::pair<AlertKind, bool>> Sent(const std::vector<LifecycleEvent>& events) {
+    last_events = events;
+    std::vector<std::pair<AlertKind, bool>> out;
+    for (const LifecycleEvent& e : events) out.emplace_back(e.kind, e.muted);
+    return out;
+  }
+  SignatureState State(const std::string& signature, int64_t at) {
+    return tracker.StateOf(*tracker.Find(signature), at);
+  }
+
   SignatureTracker tracker;
   FixJudgement last_judgement = FixJudgement::kNoFix;
   std::vector<LifecycleEvent> last_events;
@@ -156,12 +177,12 @@ TEST_F(SignatureTrackerTest, ScriptedSequenceGivesTheExactKinds) {
   const auto add = [&](const Kinds& k) { all.insert(all.end(), k.begin(), k.end()); };
   add(See("s.x", kT0, "1.0"));
   add(See("s.x", kT0 + 1, "1.0"));
-  add(See("s.x", kT0 + 5 * kHour, "1.0"));        // ongoing
-  add(See("s.x", kT0 + 30 * kHour, "1.0"));       // recurrence
+  add(See("s.x", kT0 + 5 * kHour, "1.0"));   // ongoing
+  add(See("s.x", kT0 + 30 * kHour, "1.0"));  // recurrence
   Fix("s.x", "1.1", kT0 + 31 * kHour);
-  add(See("s.x", kT0 + 32 * kHour, "1.0"));       // pre-fix
-  add(See("s.x", kT0 + 33 * kHour, "1.1"));       // regression
-  add(See("s.x", kT0 + 38 * kHour, "1.1"));       // ongoing after the regression
+  add(See("s.x", kT0 + 32 * kHour, "1.0"));  // pre-fix
+  add(See("s.x", kT0 + 33 * kHour, "1.1"));  // regression
+  add(See("s.x", kT0 + 38 * kHour, "1.1"));  // ongoing after the regression
   EXPECT_EQ((Kinds{AlertKind::kNew, AlertKind::kOngoing, AlertKind::kRecurrence,
                    AlertKind::kRegression, AlertKind::kOngoing}),
             all);
@@ -236,6 +257,110 @@ TEST_F(SignatureTrackerTest, RestoredRecordsKeepNewExactlyOnce) {
   FixRecord another;
   another.selector = "a.b";
   EXPECT_EQ(2, restarted.AddFix(another, kT0 + 4, &events).id);
+}
+
+using Sends = std::vector<std::pair<AlertKind, bool>>;
+const Sends kNothing;
+constexpr int64_t kMinute = 60 * 1000;
+
+// Behaviour 15: resolved after N successful runs in a row of the job the signature last failed
+// in (the job is the source, "ci" in See); another job's runs say nothing about it.
+TEST_F(SignatureTrackerTest, ResolvedAfterThreeSuccessfulRunsOfTheJobItLastFailedIn) {
+  See("a.b", kT0);
+  for (int i = 1; i <= 5; ++i) EXPECT_EQ(kNothing, CleanRun("nightly", kT0 + i)) << "another job";
+  EXPECT_EQ(kNothing, CleanRun("ci", kT0 + 10));
+  EXPECT_EQ(kNothing, CleanRun("ci", kT0 + 11));
+  EXPECT_EQ((Sends{{AlertKind::kResolved, false}}), CleanRun("ci", kT0 + 12));
+  EXPECT_EQ("a.b", last_events[0].signature);
+  EXPECT_EQ("3 successful run(s) of ci in a row since it last failed", last_events[0].detail);
+  EXPECT_EQ(SignatureState::kResolved, State("a.b", kT0 + 13));
+  EXPECT_EQ(kNothing, CleanRun("ci", kT0 + 13)) << "resolved once until it fails again";
+  // It fails again: the receiver closed the alert, so it fires at once, not a quiet_for later.
+  EXPECT_EQ(Kinds{AlertKind::kRecurrence}, See("a.b", kT0 + 14));
+  EXPECT_EQ(SignatureState::kNew, State("a.b", kT0 + 15));
+  // A failure in between starts the count over.
+  CleanRun("ci", kT0 + 20);
+  CleanRun("ci", kT0 + 21);
+  See("a.b", kT0 + 22);
+  EXPECT_EQ(kNothing, CleanRun("ci", kT0 + 23));
+  EXPECT_EQ(kNothing, CleanRun("ci", kT0 + 24));
+  EXPECT_EQ((Sends{{AlertKind::kResolved, false}}), CleanRun("ci", kT0 + 25));
+}
+
+TEST_F(SignatureTrackerTest, RunsResolveNothingWhenOffOrUnderAFix) {
+  SignatureTracker off(LifecycleOptions{.resolve_after_runs = 0});
+  FindingEvent event;
+  event.rule_id = event.signature = "a.b";
+  event.source_id = "ci";
+  event.severity = Severity::kError;
+  std::vector<LifecycleEvent> events;
+  off.Observe(Occurrence{&event, "", "", std::nullopt, kT0}, &events);
+  events.clear();
+  for (int i = 1; i <= 10; ++i) off.OnCleanRun("ci", kT0 + i, &events);
+  EXPECT_TRUE(events.empty());
+
+  See("c.d", kT0);
+  Fix("c.d", "", kT0 + 1);  // resolves it (the fix's own resolved)
+  for (int i = 2; i <= 10; ++i) EXPECT_EQ(kNothing, CleanRun("ci", kT0 + i));
+  EXPECT_EQ(SignatureState::kFixed, State("c.d", kT0 + 11));
+}
+
+// Behaviour 15, flapping: the third fire/resolve cycle within an hour marks the signature
+// flapping (that resolved says so); then at most one message an hour, the latest state held back
+// goes out when the hour is up, and an hour without a cycle ends it.
+TEST_F(SignatureTrackerTest, ThreeCyclesWithinAnHourAreFlappingThenAtMostOneMessageAnHour) {
+  int64_t t = kT0;
+  const auto cycle = [&]() {
+    Sends sent;
+    for (const AlertKind k : See("a.b", t += kMinute)) sent.emplace_back(k, false);
+    for (int i = 0; i < 3; ++i) {
+      for (const auto& s : CleanRun("ci", t += kMinute)) sent.push_back(s);
+    }
+    return sent;
+  };
+  EXPECT_EQ((Sends{{AlertKind::kNew, false}, {AlertKind::kResolved, false}}), cycle());
+  EXPECT_EQ((Sends{{AlertKind::kRecurrence, false}, {AlertKind::kResolved, false}}), cycle());
+  EXPECT_NE(SignatureState::kFlapping, State("a.b", t));
+  EXPECT_EQ((Sends{{AlertKind::kRecurrence, false}, {AlertKind::kResolved, false}}), cycle());
+  EXPECT_EQ(SignatureState::kFlapping, State("a.b", t));
+  EXPECT_NE(std::string::npos, last_events.back().detail.find("flapping: 3 fire/resolve cycles"))
+      << last_events.back().detail;
+  const int64_t flagged = t;
+
+  // Within the hour: raised (counted), not sent.
+  std::vector<LifecycleEvent> fired;
+  FindingEvent event;
+  event.rule_id = event.signature = "a.b";
+  event.source_id = "ci";
+  event.severity = Severity::kError;
+  tracker.Observe(Occurrence{&event, "", "", std::nullopt, t += kMinute}, &fired);
+  ASSERT_EQ(1u, fired.size());
+  EXPECT_EQ(AlertKind::kRecurrence, fired[0].kind);
+  EXPECT_TRUE(fired[0].muted) << "held back by flapping";
+  CleanRun("ci", t += kMinute);
+  CleanRun("ci", t += kMinute);
+  EXPECT_EQ((Sends{{AlertKind::kResolved, true}}), CleanRun("ci", t += kMinute));
+  EXPECT_EQ(kNothing, Tick(flagged + 59 * kMinute));
+  // The hour is up: the latest held state (resolved) goes out, once.
+  EXPECT_EQ((Sends{{AlertKind::kResolved, false}}), Tick(flagged + 60 * kMinute));
+  EXPECT_EQ(kNothing, Tick(flagged + 61 * kMinute));
+  EXPECT_EQ(SignatureState::kFlapping, State("a.b", flagged + 61 * kMinute));
+  // An hour after the last resolution without another cycle: no longer flapping.
+  EXPECT_EQ(kNothing, Tick(t + 60 * kMinute));
+  EXPECT_EQ(SignatureState::kResolved, State("a.b", t + 60 * kMinute));
+  EXPECT_EQ(Kinds{AlertKind::kRecurrence}, See("a.b", t + 61 * kMinute));
+  EXPECT_FALSE(last_events[0].muted) << "sent at once again";
+}
+
+TEST_F(SignatureTrackerTest, CyclesSpreadOverMoreThanAnHourAreNotFlapping) {
+  int64_t t = kT0;
+  for (int cycle = 0; cycle < 6; ++cycle) {
+    See("a.b", t += 31 * kMinute);  // a cycle every 34 minutes: two within any hour
+    for (int i = 0; i < 3; ++i) CleanRun("ci", t += kMinute);
+    EXPECT_FALSE(last_events.empty());
+    EXPECT_FALSE(last_events.back().muted);
+    EXPECT_EQ(SignatureState::kResolved, State("a.b", t)) << "cycle " << cycle;
+  }
 }
 
 }  // namespace

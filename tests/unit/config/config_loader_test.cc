@@ -534,6 +534,7 @@ TEST_F(ConfigLoaderTest, AlertsReceiversAndFixes) {
                                  "alerts:\n"
                                  "  group_wait_ms: 0\n"
                                  "  quiet_for_ms: 60000\n"
+                                 "  resolve_after_runs: 5\n"
                                  "  host: builder-3\n"
                                  "  source_versions: {app: {deepspeed: 0.15.1}}\n"
                                  "  receivers:\n"
@@ -554,6 +555,7 @@ TEST_F(ConfigLoaderTest, AlertsReceiversAndFixes) {
   EXPECT_TRUE(c.alerts.enabled);
   EXPECT_EQ(0, c.alerts.group_wait_ms);
   EXPECT_EQ(60000, c.alerts.quiet_for_ms);
+  EXPECT_EQ(5, c.alerts.resolve_after_runs);
   EXPECT_EQ("builder-3", c.alerts.host);
   ASSERT_EQ(1u, c.alerts.source_versions.size());
   EXPECT_EQ("app", c.alerts.source_versions[0].first);

@@ -183,6 +183,61 @@ TEST(PatternSetEngineErrors, Re2SetThatDoesNotFitItsMemoryMatchesPatternByPatter
   EXPECT_EQ(0u, scratch.errors().vectorscan);
 }
 
+TEST(PatternSet, AMatchNearTheEndOfTheScannedBytesIsFoundWhereverTheBufferLies) {
+  // Vectorscan 5.4.9 misses a literal that ends a few dozen bytes before the end of the buffer
+  // it scans, at some buffer addresses (found by the context-window test, which failed in 1 run
+  // of 5). The first line's length moves the rest against the batch buffer's alignment.
+  const std::vector<std::string> patterns = {"needreq1",      "benignafter1", "benignbefore1",
+                                             "seqneed1",      "needreq5",     "benignafter5",
+                                             "benignbefore5", "seqneed5"};
+  auto set = Compile(patterns);
+  for (size_t shift = 0; shift < 192; ++shift) {
+    const std::vector<std::string> lines = {std::string(shift, 'x'), "step 2861 loss 0.25",
+                                            "step 2862 loss 0.25",   "step 2863 loss 0.25",
+                                            "hitbefore1 at 2865",    "benignbefore1",
+                                            "step 2867 loss 0.25"};
+    EXPECT_THAT(MatchLines(*set, lines), ElementsAre(Hit{5, 2})) << "first line " << shift;
+  }
+}
+
+TEST(PatternSetEngineErrors, Re2SetAtEveryMemoryBudgetNeverLosesAMatch) {
+  // RE2::Set::Match may return false with kOutOfMemory when its DFA runs out of memory mid-line;
+  // that false means "don't know", and the line must then be matched pattern by pattern. With
+  // RE2 2022-06-01 a set's DFA (kManyMatch) never bails once Compile's probe search passed, so no
+  // budget was found that makes Match fail after Compile (a sweep of 2 KB to 400 KB in 500-byte
+  // steps); this test walks budgets across the edge where the set stops fitting, on patterns
+  // whose DFA needs thousands of states, and holds the result equal at every one of them.
+  const std::vector<std::string> patterns = {R"((?U)(a|b)*a(a|b|c){10}d)",
+                                             R"((?U)(c|d)+ (a|b){8}\z)", R"(\Aplain)", "needle"};
+  std::vector<std::string> lines = {"plain start", "a needle", "cd abababab", "nothing here"};
+  uint32_t seed = 7;
+  for (int l = 0; l < 4; ++l) {
+    std::string noise;
+    for (int i = 0; i < 20000; ++i) {
+      seed = seed * 1103515245 + 12345;
+      noise.push_back("abcd "[(seed >> 16) % 5]);
+    }
+    lines.push_back(noise);
+  }
+  auto healthy = Compile(patterns);
+  const std::vector<Hit> expected = MatchLines(*healthy, lines);
+  ASSERT_GE(expected.size(), 4u);
+  int budgets_without_set = 0;
+  int budgets_with_set = 0;
+  for (int64_t budget = 1000; budget <= 200000; budget += 3900) {
+    PatternSetOptions options;
+    options.fallback_set_max_mem = budget;
+    auto set = Compile(patterns, options);
+    MatchScratch scratch(*set);
+    EXPECT_EQ(expected, MatchLines(*set, lines, scratch)) << "max_mem " << budget;
+    EXPECT_LE(scratch.errors().re2_set, lines.size());
+    (scratch.errors().re2_set == lines.size() ? budgets_without_set : budgets_with_set)++;
+  }
+  // The sweep crosses the edge: some budgets too small for the set, some large enough.
+  EXPECT_GT(budgets_without_set, 0);
+  EXPECT_GT(budgets_with_set, 0);
+}
+
 class PatternSetCacheTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -290,8 +345,7 @@ TEST_F(PatternSetCacheTest, FlippingAnyByteOfAnEntryMakesItAMissAndItIsRebuilt) 
     // Rebuilt: the entry is good again.
     if (i % 64 == 0) {
       EXPECT_EQ(good, ReadFile(entry)) << "offset " << i;
-      EXPECT_THAT(MatchLines(*set, {"FATAL alpha", "x FATAL"}),
-                  ElementsAre(Hit{0, 0}, Hit{0, 1}));
+      EXPECT_THAT(MatchLines(*set, {"FATAL alpha", "x FATAL"}), ElementsAre(Hit{0, 0}, Hit{0, 1}));
     }
   }
   EXPECT_THAT(trusted, ::testing::IsEmpty()) << "of " << good.size() << " bytes";

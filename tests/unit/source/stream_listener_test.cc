@@ -84,7 +84,7 @@ TEST_F(StreamListenerTest, AnAddressInUseIsALoadTimeError) {
   same.port = first.port();
   StreamListener second(io_, same, recorder_.ForPeers());
   EXPECT_FALSE(second.Open(&error));
-  EXPECT_THAT(error, HasSubstr("cannot listen on 127.0.0.1:" + std::to_string(first.port())));
+  EXPECT_THAT(error, HasSubstr("cannot listen on tcp 127.0.0.1:" + std::to_string(first.port())));
 }
 
 TEST_F(StreamListenerTest, UnixSocketReplacesAStaleFileTakesItsModeAndIsRemovedAtStop) {
