@@ -61,6 +61,16 @@ fix: f
 
 class AlertsTest : public testing::AgentFolderTest {
  protected:
+  // The agent's record of `signature` from /api/v1/signatures; null when it has none (yet).
+  json SignatureRecord(const std::string& signature) const {
+    std::string body;
+    if (HttpGet(port_, "/api/v1/signatures", &body) != 200) return json();
+    const json all = json::parse(body);
+    for (const json& s : all["signatures"]) {
+      if (s["signature"] == signature) return s;
+    }
+    return json();
+  }
   void SetUp() override {
     AgentFolderTest::SetUp();
     WriteFile("rules/t.yaml", kRules);
@@ -427,15 +437,7 @@ TEST_F(AlertsTest, ResolvedAfterThreeSuccessfulRunsAndFlappingAfterThreeCycles) 
                         << "alerts:\n  group_wait_ms: 0\n  host: test-host\n  receivers:\n"
                         << "    - {name: hook, type: webhook, url: '" << hook.url()
                         << "', send_resolved: true}\n";
-  const auto record = [&]() {
-    std::string body;
-    if (HttpGet(port_, "/api/v1/signatures", &body) != 200) return json();
-    const json all = json::parse(body);
-    for (const json& s : all["signatures"]) {
-      if (s["signature"] == "t.cuda_oom") return s;
-    }
-    return json();
-  };
+  const auto record = [&] { return SignatureRecord("t.cuda_oom"); };
   const auto count = [&]() {
     const json r = record();
     return r.is_null() ? 0 : r["count"].get<int>();
@@ -521,15 +523,7 @@ TEST_F(AlertsTest, AdminMutationsSurviveKillNineRightAfterTheirAnswer) {
     std::string body;
     return testing::HttpPost(port_, path, token, &body);
   };
-  const auto record = [&]() {
-    std::string body;
-    if (HttpGet(port_, "/api/v1/signatures", &body) != 200) return json();
-    const json all = json::parse(body);
-    for (const json& s : all["signatures"]) {
-      if (s["signature"] == "t.cuda_oom") return s;
-    }
-    return json();
-  };
+  const auto record = [&] { return SignatureRecord("t.cuda_oom"); };
 
   auto agent = start();
   Append("a.log", "RuntimeError: CUDA out of memory.\n");
