@@ -347,7 +347,12 @@ void Alerting::OnFinding(const FindingEvent& event) {
     occ.package = rule->version_of;
     occ.version = VersionAt(event.stream_id, event.source_id, rule->version_of, event.line_number);
   }
-  occ.line_time_ms = ParseLineTimestamp(event.text, now);
+  occ.line_time_ms =
+      event.line_time
+          ? std::make_optional<int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                            event.line_time->time_since_epoch())
+                                            .count())
+          : ParseLineTimestamp(event.text, now);
   std::vector<LifecycleEvent> events;
   const FixJudgement judgement = tracker_.Observe(occ, &events);
   CountOccurrence(event, judgement, now);

@@ -17,6 +17,7 @@
 #include "agent/app/unrecognised_json.h"
 #include "agent/framing/utf8.h"
 #include "agent/match/stream_pipeline.h"
+#include "agent/source/line_times.h"
 
 namespace faultline {
 
@@ -99,9 +100,25 @@ class Agent::MatchedStream : public ResumableConsumer, private FindingSink, priv
 
   void OnBytes(std::string_view bytes) override {
     if (Frozen()) return;
+    if (!line_times_.empty()) line_times_.Begin(pipeline_.lines() + 1, std::nullopt);
     pipeline_.Feed(bytes);
-    pipeline_.Drain();  // a daemon reports within milliseconds, not when a batch fills
-    Account();
+    Drained();
+  }
+  // Each run's lines get its time before they are framed: a batch filled while framing them is
+  // matched at once (line_times.h).
+  void OnTimedBytes(std::string_view bytes, std::span<const TimedRun> runs) override {
+    if (Frozen()) return;
+    std::size_t begin = 0;
+    for (const TimedRun& run : runs) {
+      line_times_.Begin(pipeline_.lines() + 1, run.time_ms);
+      pipeline_.Feed(bytes.substr(begin, run.end - begin));
+      begin = run.end;
+    }
+    if (begin < bytes.size()) {
+      line_times_.Begin(pipeline_.lines() + 1, std::nullopt);
+      pipeline_.Feed(bytes.substr(begin));
+    }
+    Drained();
   }
   void OnQuiet() override {
     if (Frozen()) return;
@@ -143,9 +160,25 @@ class Agent::MatchedStream : public ResumableConsumer, private FindingSink, priv
     return StreamResume{FramerPosition{offset, false, false}, 0};
   }
 
-  // FindingSink: what the pipeline finds, less what was counted before a restart.
+  void Drained() {
+    pipeline_.Drain();  // a daemon reports within milliseconds, not when a batch fills
+    Account();
+    // Every line so far has had its findings: their times are no longer needed.
+    if (!line_times_.empty() && !pipeline_.has_pending()) line_times_.Clear();
+  }
+
+  // FindingSink: what the pipeline finds, less what was counted before a restart, with the time
+  // its line was written when the source said.
   void OnFinding(const Finding& finding) override {
     if (finding.line_number <= replay_line_ && !WasPending(finding)) return;
+    if (!line_times_.empty()) {
+      if (const std::optional<int64_t> at = line_times_.At(finding.line_number)) {
+        Finding timed = finding;
+        timed.line_time_ms = at;
+        findings_->OnFinding(timed);
+        return;
+      }
+    }
     findings_->OnFinding(finding);
   }
   bool WasPending(const Finding& finding) const {
@@ -194,6 +227,7 @@ class Agent::MatchedStream : public ResumableConsumer, private FindingSink, priv
   const StreamResume resume_;
   std::optional<StreamDiscovery> unrecognised_;
   StreamPipeline pipeline_;
+  LineTimes line_times_;
   Metrics& metrics_;
   const Metrics::SourceCounters counters_;
   const bool* const frozen_;

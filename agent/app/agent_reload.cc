@@ -205,8 +205,11 @@ void Agent::OnReloadResult(const ReloadResult& result) {
   (result.ok ? reloads_ok_ : reloads_failed_) += 1;
   last_reload_ = result;
   if (result.ok) {
-    spdlog::info("reload ({}) applied in {:.1f} ms ({:.1f} ms on the loop): {}", result.trigger,
-                 result.duration_ms, result.apply_ms, result.summary);
+    spdlog::info(
+        "reload ({}) applied in {:.1f} ms ({:.1f} ms on the loop; memory peak {} KiB, {} KiB "
+        "held): {}",
+        result.trigger, result.duration_ms, result.apply_ms, result.peak_bytes >> 10,
+        result.retained_bytes >> 10, result.summary);
   } else {
     spdlog::error("reload ({}) rejected; the running config is kept:", result.trigger);
     for (const std::string& e : result.errors) spdlog::error("  {}", e);

@@ -9,11 +9,27 @@
 //
 // Budget: a load taking longer than the budget's timeout is rejected at the deadline (the worker
 // also gives up between steps; a compile it is inside finishes, and its result is dropped). A load
-// whose config and rules hold more heap once compiled than the memory budget is rejected: the
-// heap in use (glibc mallinfo2, every arena) is measured before the load and after the compile,
-// with the new pack held. The budget is the running config's; a new config's budget takes effect
-// for the reload after it. A compile's transient peak is not measured: RE2's memory is bounded per
-// pattern by RE2 itself, and Vectorscan's compiler by its own limits.
+// that needs more memory than the memory budget is rejected once it is done. What it needs is the
+// larger of two measures, both taken on the worker around the load and compile:
+// - its peak: how far the process's resident memory rose above where it stood before the load,
+//   at its highest. The kernel's high-water mark (VmHWM in /proc/self/status) is reset to the
+//   current resident size by writing "5" to /proc/self/clear_refs before the load and read after
+//   it, so the transient memory of Vectorscan's compiler (its graphs and automata, far larger
+//   than the database it leaves) and of RE2's is counted, which the heap held afterwards never
+//   shows. Resident memory is the cost the host pays, and the kernel counts it whatever
+//   allocator made it (glibc, Vectorscan's, a sanitizer's). Where clear_refs cannot be written
+//   (a hardened /proc), the mark is still read: a load that pushed it past its old height is
+//   measured the same way; one that stayed below it is measured by its retained heap alone,
+//   and the rejection says so;
+// - its retained heap: the heap in use (glibc mallinfo2, every arena) after the compile, with
+//   the new pack held, less before; it catches memory that a reused free block held, which the
+//   resident size does not see grow.
+// Both are process-wide, so the loop's own allocations during a load count too; a budget is a
+// bound on what a reload may cost the host, which includes them. The memory is used before the
+// rejection: a compile needing more than the host has still runs the host out of it. A side
+// effect of the reset: the process's VmHWM (and getrusage's ru_maxrss) show the peak since the
+// last reload, not since the start.
+// The budget is the running config's; a new config's budget takes effect for the reload after it.
 //
 // Rejected (invalid config, rule error, over budget): the errors, each with file, line and key,
 // go to the result; nothing of the new config is used, and the old one keeps running.
@@ -56,7 +72,10 @@ struct LoadedConfig {
   std::unique_ptr<MatchScratch> scratch;
   std::string admin_token;  // empty without http.admin_token_file or a generated token
   std::vector<std::string> warnings;
-  std::size_t memory_bytes = 0;  // heap it holds, as measured (see the top)
+  // What the load and compile cost, as measured (see the top). Set by the coordinator.
+  std::size_t peak_bytes = 0;      // resident memory growth at its highest
+  std::size_t retained_bytes = 0;  // heap held once compiled
+  bool peak_known = false;         // false: the high-water mark could not be reset nor passed
 };
 
 // Reads `path` and everything it names, and compiles it. Errors have file, line and key.
@@ -81,6 +100,8 @@ struct ReloadResult {
   std::string summary;                       // what runs now, for the log and the HTTP answer
   double duration_ms = 0;                    // from the request to the result
   double apply_ms = 0;                       // of that, the time the loop spent applying
+  std::size_t peak_bytes = 0;                // memory the load needed (LoadedConfig), when loaded
+  std::size_t retained_bytes = 0;
 };
 
 class ReloadCoordinator {
@@ -152,6 +173,7 @@ class ReloadCoordinator {
   std::optional<Job> job_;
   bool quit_ = false;
   std::thread worker_;
+  bool warned_no_reset_ = false;  // the worker's
   // Completions posted by the worker check this, so a result never reaches a dead coordinator.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

@@ -3,16 +3,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "agent/app/cli.h"
 #include "agent/app/scan_file.h"
 #include "agent/app/scan_report.h"
+#include "agent/core/usable_cpus.h"
 #include "agent/discover/discovery.h"
 #include "agent/discover/error_cues.h"
 #include "agent/framing/line_framer.h"
@@ -29,6 +32,8 @@ Options:
   --rules DIR          rule folder or file to use instead of the bundled pack (repeatable)
   --format text|json   report for people (default) or one JSON object for machines
   --max-line-bytes N   cut lines longer than N bytes (default 1048576)
+  --threads N          threads matching ahead of the reader (default: the CPUs this process may
+                       use, at most 8; 1 matches on the reading thread); the findings are the same
   --fail-on-unrecognised
                        unrecognised errors (error lines no rule names) count as failures
   --no-discover        do not look for unrecognised errors
@@ -45,6 +50,8 @@ Exit status: 0 nothing of severity error or critical found, 1 something was (or,
 
 // The config's limit too: line offsets in a batch are 32-bit, and no real log line is longer.
 constexpr unsigned long long kMaxLineBytesLimit = 64ull << 20;
+// Beyond this, more matching threads wait on the one thread that frames and settles the lines.
+constexpr unsigned long kMaxThreads = 8;
 // Below this a scan finishes before a progress bar would be worth drawing.
 constexpr uint64_t kProgressMinBytes = 64ull << 20;
 
@@ -54,6 +61,7 @@ struct ScanOptions {
   size_t max_line_bytes = kDefaultMaxLineBytes;
   bool discover = true;
   bool fail_on_unrecognised = false;
+  size_t threads = std::min<size_t>(UsableCpus(), kMaxThreads);
   std::vector<std::string> inputs;
 };
 
@@ -124,6 +132,16 @@ bool ParseScanArgs(const Args& args, ScanOptions& options, bool& help) {
         return false;
       }
       options.max_line_bytes = n;
+    } else if (a == "--threads") {
+      const std::string* v = value("--threads");
+      if (v == nullptr) return false;
+      char* end = nullptr;
+      const unsigned long n = std::strtoul(v->c_str(), &end, 10);
+      if (end == v->c_str() || *end != '\0' || n == 0 || n > kMaxThreads) {
+        std::cerr << "faultline scan: --threads must be a number from 1 to " << kMaxThreads << "\n";
+        return false;
+      }
+      options.threads = n;
     } else if (a == "--no-discover") {
       options.discover = false;
     } else if (a == "--fail-on-unrecognised") {
@@ -159,9 +177,9 @@ int ScanCommand(const Args& args) {
     std::cerr << "faultline scan: --fail-on-unrecognised needs discovery; drop --no-discover\n";
     return kExitUsage;
   }
-  const auto rules = LoadRuleSetOrReport(
-      options.rule_paths.empty() ? DefaultRulePaths() : options.rule_paths,
-      options.discover ? WatchPatterns() : std::vector<std::string>{});
+  const auto rules =
+      LoadRuleSetOrReport(options.rule_paths.empty() ? DefaultRulePaths() : options.rule_paths,
+                          options.discover ? WatchPatterns() : std::vector<std::string>{});
   if (rules == nullptr) return kExitUsage;
 
   // Open everything first: a typo in the last file name should not cost a long scan.
@@ -171,8 +189,7 @@ int ScanCommand(const Args& args) {
   for (const std::string& input : options.inputs) {
     const int fd = input == "-" ? STDIN_FILENO : open(input.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-      std::cerr << "faultline scan: cannot open " << input << ": " << std::strerror(errno)
-                << "\n";
+      std::cerr << "faultline scan: cannot open " << input << ": " << std::strerror(errno) << "\n";
       open_failed = true;
       continue;
     }
@@ -197,14 +214,21 @@ int ScanCommand(const Args& args) {
   Discovery discovery;
   if (options.discover) report.ShowUnrecognised(&discovery);
   MatchScratch scratch(rules->patterns());
+  // Two slots per worker: one being matched, one framed and waiting, so no worker idles while
+  // the reading thread settles a batch.
+  const std::unique_ptr<MatchAhead> ahead =
+      options.threads > 1
+          ? MatchAhead::Start(rules->patterns(), options.threads, 2 * options.threads + 1)
+          : nullptr;
   bool read_failed = false;
   {
     Progress progress(total_bytes, fds.size());
     for (size_t i = 0; i < fds.size(); ++i) {
       std::string error;
-      if (!ScanFd(fds[i], options.inputs[i], rules, scratch, options.max_line_bytes, report,
-                  [&](size_t n) { progress.Advance(n, i); }, &error,
-                  options.discover ? &discovery : nullptr)) {
+      if (!ScanFd(
+              fds[i], options.inputs[i], rules, scratch, options.max_line_bytes, report,
+              [&](size_t n) { progress.Advance(n, i); }, &error,
+              options.discover ? &discovery : nullptr, ahead.get())) {
         std::cerr << "faultline scan: " << error << "\n";
         read_failed = true;
       }

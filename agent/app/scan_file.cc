@@ -15,8 +15,8 @@ namespace faultline {
 
 bool ScanFd(int fd, const std::string& name, const std::shared_ptr<const RuleSet>& rules,
             MatchScratch& scratch, size_t max_line_bytes, ScanReport& report,
-            const std::function<void(size_t)>& on_bytes, std::string* error,
-            Discovery* discovery) {
+            const std::function<void(size_t)>& on_bytes, std::string* error, Discovery* discovery,
+            MatchAhead* ahead) {
   report.BeginFile(name);
   std::optional<StreamDiscovery> unrecognised;
   if (discovery != nullptr) {
@@ -24,6 +24,7 @@ bool ScanFd(int fd, const std::string& name, const std::shared_ptr<const RuleSet
   }
   StreamPipeline pipeline(rules, &report, &scratch, max_line_bytes, nullptr, nullptr,
                           unrecognised ? &*unrecognised : nullptr);
+  pipeline.set_match_ahead(ahead);
   const InputReadResult read = ReadInput(fd, [&](std::string_view bytes) {
     pipeline.Feed(bytes);
     if (on_bytes) on_bytes(bytes.size());
@@ -54,8 +55,7 @@ bool ScanPath(const std::string& path, const std::shared_ptr<const RuleSet>& rul
     *error = "cannot open " + path + ": " + std::strerror(errno);
     return false;
   }
-  const bool ok =
-      ScanFd(fd, path, rules, scratch, kDefaultMaxLineBytes, report, nullptr, error);
+  const bool ok = ScanFd(fd, path, rules, scratch, kDefaultMaxLineBytes, report, nullptr, error);
   close(fd);
   return ok;
 }

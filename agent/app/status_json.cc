@@ -24,16 +24,21 @@ int64_t Ms(TimePoint t) {
 nlohmann::json Hit(const FindingEvent& e) {
   nlohmann::json labels = nlohmann::json::object();
   for (const auto& [name, value] : e.labels) labels[name] = value;
-  return {{"severity", SeverityName(e.severity)},
-          {"labels", labels},
-          {"source", e.source_id},
-          {"stream", e.stream_name},
-          {"line", e.line_number},
-          {"observed_at", Time(e.observed_at)},
-          {"observed_at_ms", Ms(e.observed_at)},
-          {"text", e.text},
-          {"text_truncated", e.text_truncated},
-          {"context_before", e.context_before}};
+  nlohmann::json hit = {{"severity", SeverityName(e.severity)},
+                        {"labels", labels},
+                        {"source", e.source_id},
+                        {"stream", e.stream_name},
+                        {"line", e.line_number},
+                        {"observed_at", Time(e.observed_at)},
+                        {"observed_at_ms", Ms(e.observed_at)},
+                        {"text", e.text},
+                        {"text_truncated", e.text_truncated},
+                        {"context_before", e.context_before}};
+  if (e.line_time) {
+    hit["line_time"] = Time(*e.line_time);
+    hit["line_time_ms"] = Ms(*e.line_time);
+  }
+  return hit;
 }
 
 }  // namespace

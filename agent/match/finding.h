@@ -8,6 +8,7 @@
 #define FAULTLINE_MATCH_FINDING_H_
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -31,7 +32,7 @@ struct StreamOrigin {
 struct Finding {
   const Rule* rule = nullptr;
   const StreamOrigin* origin = nullptr;  // null when the caller did not say (unit tests, scan)
-  uint32_t rule_index = 0;  // index of `rule` in its RuleSet
+  uint32_t rule_index = 0;               // index of `rule` in its RuleSet
   Severity severity = Severity::kError;
   uint64_t line_number = 0;  // 1-based, in the stream the matcher reads
   // The hit line (the first line of a sequence), after framing. A hit whose severity waited for
@@ -46,6 +47,9 @@ struct Finding {
   // Values of rule->labels, in the same order, as raw bytes of the line; a label whose pattern did
   // not match the line is empty. Sinks sanitise and bound them before they become labels.
   std::span<const std::string> label_values;
+  // When the line was written, as its source said (a syslog header; Unix milliseconds), when it
+  // did. A line's own text may also carry a time: the alert lifecycle reads it when this is none.
+  std::optional<int64_t> line_time_ms;
 };
 
 // Receives findings from a StreamMatcher. Called on the matcher's thread; must not throw.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <iterator>
 
+#include "agent/match/line_local_expression.h"
 #include "agent/rules/pattern_syntax.h"
 
 namespace faultline {
@@ -224,7 +225,7 @@ bool PatternSet::BuildDatabase(const std::vector<std::string>& patterns, const D
   if (database.ids.empty()) return true;
   std::vector<std::string> texts;
   texts.reserve(database.ids.size());
-  for (uint32_t id : database.ids) texts.push_back(patterns[id]);
+  for (uint32_t id : database.ids) texts.push_back(LineLocalExpression(patterns[id]));
   CompiledPatterns compiled;
   const bool from_cache = cache.Load(texts, &compiled) && UsableFromCache(compiled);
   if (!from_cache) {

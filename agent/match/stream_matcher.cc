@@ -122,6 +122,17 @@ void StreamMatcher::Rebind(std::shared_ptr<const RuleSet> rules) {
 
 void StreamMatcher::Process(const LineBatch& batch, MatchScratch& scratch) {
   rules_->patterns().Match(batch, scratch, hits_);
+  ProcessHits(batch, scratch);
+}
+
+void StreamMatcher::ProcessMatched(const LineBatch& batch,
+                                   std::vector<PatternSet::Hit>& primary_hits,
+                                   MatchScratch& scratch) {
+  hits_.swap(primary_hits);
+  ProcessHits(batch, scratch);
+}
+
+void StreamMatcher::ProcessHits(const LineBatch& batch, MatchScratch& scratch) {
   if (!window_until_.empty()) MatchWindows(batch, scratch);
   const uint64_t first = lines_seen_ + 1;
   batch_ = &batch;

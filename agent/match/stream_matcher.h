@@ -68,6 +68,11 @@ class StreamMatcher {
 
   // Matches the lines of `batch`, numbered from lines_seen() + 1.
   void Process(const LineBatch& batch, MatchScratch& scratch);
+  // Process, for a batch whose primary pass (PatternSet::Match with this matcher's rules) was
+  // already run, on another thread (match_ahead.h): `primary_hits` are its hits. They are taken
+  // over; the vector is left holding an earlier batch's hits, so its memory circulates.
+  void ProcessMatched(const LineBatch& batch, std::vector<PatternSet::Hit>& primary_hits,
+                      MatchScratch& scratch);
   // Settles every pending hit now: the stream has been quiet. Sequences in progress are kept (a
   // message's next line may come after a pause).
   void SettlePending();
@@ -130,6 +135,8 @@ class StreamMatcher {
     bool start_line_counted = false;
   };
 
+  // Everything of Process after the primary pass, whose hits are in hits_.
+  void ProcessHits(const LineBatch& batch, MatchScratch& scratch);
   void ProcessLine(uint64_t line_number, std::string_view text, uint64_t line_begin,
                    std::span<const PatternSet::Hit> hits);
   // What became of a hit, ordered so that the strongest of several is their maximum.

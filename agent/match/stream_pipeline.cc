@@ -43,6 +43,7 @@ StreamState StreamPipeline::State() const {
 
 void StreamPipeline::Rebind(std::shared_ptr<const RuleSet> rules, MatchScratch* scratch) {
   Drain();
+  ahead_ = nullptr;  // its workers match with the old rules
   matcher_.ReleaseLookback(*scratch_);
   matcher_.Rebind(std::move(rules));
   scratch_ = scratch;
@@ -54,17 +55,47 @@ void StreamPipeline::Feed(std::string_view bytes) {
     const std::string_view slice = bytes.substr(0, kBatchBytes);
     bytes.remove_prefix(slice.size());
     framer_.Feed(slice, batch_);
-    if (batch_.bytes() >= kBatchBytes) Drain();
+    if (batch_.bytes() >= kBatchBytes) MatchBatch();
   }
 }
 
 void StreamPipeline::Drain() {
+  MatchBatch();
+  if (ahead_ == nullptr) return;
+  while (ahead_->submitted() > 0) SettleOldestAhead();
+}
+
+void StreamPipeline::MatchBatch() {
   if (batch_.empty()) return;
+  if (ahead_ == nullptr) {
+    const uint64_t first_line = matcher_.lines_seen() + 1;
+    if (observer_ != nullptr) observer_->OnBatch(batch_, first_line, /*matched=*/false);
+    matcher_.Process(batch_, *scratch_);
+    if (observer_ != nullptr) observer_->OnBatch(batch_, first_line, /*matched=*/true);
+    batch_.Clear();
+    return;
+  }
+  MatchAhead::Slot* slot = ahead_->Acquire();
+  while (slot == nullptr) {
+    SettleOldestAhead();
+    slot = ahead_->Acquire();
+  }
+  if (observer_ != nullptr) {
+    observer_->OnBatch(batch_, matcher_.lines_seen() + lines_ahead_ + 1, /*matched=*/false);
+  }
+  // The slot's batch is empty, with buffers kept from an earlier batch: framing goes on in it.
+  std::swap(slot->batch, batch_);
+  lines_ahead_ += slot->batch.size();
+  ahead_->Submit(slot);
+}
+
+void StreamPipeline::SettleOldestAhead() {
+  MatchAhead::Slot* slot = ahead_->Oldest();
   const uint64_t first_line = matcher_.lines_seen() + 1;
-  if (observer_ != nullptr) observer_->OnBatch(batch_, first_line, /*matched=*/false);
-  matcher_.Process(batch_, *scratch_);
-  if (observer_ != nullptr) observer_->OnBatch(batch_, first_line, /*matched=*/true);
-  batch_.Clear();
+  lines_ahead_ -= slot->batch.size();
+  matcher_.ProcessMatched(slot->batch, slot->hits, *scratch_);
+  if (observer_ != nullptr) observer_->OnBatch(slot->batch, first_line, /*matched=*/true);
+  ahead_->Release(slot);
 }
 
 void StreamPipeline::Finish() {

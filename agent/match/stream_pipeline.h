@@ -14,6 +14,7 @@
 
 #include "agent/framing/line_batch.h"
 #include "agent/framing/line_framer.h"
+#include "agent/match/match_ahead.h"
 #include "agent/match/stream_matcher.h"
 #include "agent/match/stream_state.h"
 
@@ -48,9 +49,10 @@ class StreamPipeline {
                  size_t max_line_bytes, const StreamOrigin* origin = nullptr,
                  const StreamResume* resume = nullptr, LineWatcher* watcher = nullptr);
 
-  // Frames `bytes`; matches whenever a full batch is ready.
+  // Frames `bytes`; matches whenever a full batch is ready (with match-ahead: hands it to the
+  // workers, and settles the oldest batches they have matched when every slot is out).
   void Feed(std::string_view bytes);
-  // Matches the lines framed so far (a partial line stays in the framer).
+  // Matches the lines framed so far (a partial line stays in the framer), batches ahead included.
   void Drain();
   // End of input: the partial line becomes a line, everything is matched, pending context settles.
   void Finish();
@@ -63,7 +65,7 @@ class StreamPipeline {
 
   // Goes on with a reloaded rule set and its scratch from the next byte (StreamMatcher::Rebind
   // says what is kept); the framer, with its partial line and offsets, is untouched. Lines framed
-  // but not yet matched are matched with the old rules first.
+  // but not yet matched are matched with the old rules first. Match-ahead is turned off.
   void Rebind(std::shared_ptr<const RuleSet> rules, MatchScratch* scratch);
 
   // The stream's positions now (stream_state.h); source id and name from the origin.
@@ -71,20 +73,35 @@ class StreamPipeline {
 
   // `observer` (null: none) must outlive the pipeline.
   void set_observer(BatchObserver* observer) { observer_ = observer; }
+  // From now on, full batches are matched on `ahead`'s workers (match_ahead.h), which must have
+  // been started with this pipeline's rules and outlive it (null: on this thread again, after a
+  // Drain). For a stream read as fast as it can be (`scan`): the findings are the same either way,
+  // but a batch waits in a slot until the next ones are framed. State() needs a Drain() first.
+  void set_match_ahead(MatchAhead* ahead) {
+    if (ahead == nullptr) Drain();
+    ahead_ = ahead;
+  }
 
-  uint64_t lines() const { return matcher_.lines_seen() + batch_.size(); }
+  uint64_t lines() const { return matcher_.lines_seen() + lines_ahead_ + batch_.size(); }
   // Stream offset of the next byte to be fed.
   uint64_t read_offset() const { return framer_.bytes_fed(); }
   uint64_t truncated_lines() const { return framer_.truncated_lines(); }
-  bool has_pending() const { return matcher_.has_pending() || !batch_.empty(); }
+  bool has_pending() const { return matcher_.has_pending() || !batch_.empty() || lines_ahead_ > 0; }
 
  private:
+  // Matches the framed batch: at once, or with match-ahead by handing it to a worker.
+  void MatchBatch();
+  // With match-ahead: waits for the oldest batch out, settles it and frees its slot.
+  void SettleOldestAhead();
+
   LineFramer framer_;
   LineBatch batch_;
   StreamMatcher matcher_;
   MatchScratch* scratch_;
   const StreamOrigin* const origin_;
   BatchObserver* observer_ = nullptr;
+  MatchAhead* ahead_ = nullptr;
+  uint64_t lines_ahead_ = 0;  // lines in batches handed to ahead_ and not settled yet
 };
 
 }  // namespace faultline

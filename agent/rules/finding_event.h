@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,6 +36,9 @@ struct FindingEvent {
   std::string stream_name;  // a path, a peer address, "-" for stdin
   uint64_t line_number = 0;
   std::chrono::system_clock::time_point observed_at;
+  // When the line was written, as its source said (a syslog header's timestamp, bounded by
+  // SyslogStreams), when it did: the signature's first and last seen then follow the sender.
+  std::optional<std::chrono::system_clock::time_point> line_time;
   std::string text;  // the hit line, cut to kMaxTextBytes
   bool text_truncated = false;
   std::vector<std::string> context_before;  // oldest first

@@ -4,12 +4,17 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <exception>
 #include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
+#include <system_error>
+#include <thread>
 
+#include "agent/core/usable_cpus.h"
 #include "agent/core/yaml_document.h"
 #include "agent/rules/pattern_syntax.h"
 
@@ -45,12 +50,27 @@ class RuleParser {
       rule_id_ = doc["id"].Scalar();
       rule.line = LineOf(doc["id"]);
     }
-    static const std::set<std::string, std::less<>> kKeys = {
-        "id",     "title",      "severity",         "category",    "tags",
-        "match",  "context",    "labels",           "max_label_values",
-        "resolved_by", "root_cause", "fix",        "fix_command", "references",
-        "examples", "class", "verify_command", "role", "consequence_of", "generic",
-        "version_of"};
+    static const std::set<std::string, std::less<>> kKeys = {"id",
+                                                             "title",
+                                                             "severity",
+                                                             "category",
+                                                             "tags",
+                                                             "match",
+                                                             "context",
+                                                             "labels",
+                                                             "max_label_values",
+                                                             "resolved_by",
+                                                             "root_cause",
+                                                             "fix",
+                                                             "fix_command",
+                                                             "references",
+                                                             "examples",
+                                                             "class",
+                                                             "verify_command",
+                                                             "role",
+                                                             "consequence_of",
+                                                             "generic",
+                                                             "version_of"};
     CheckKeys(doc, kKeys, "");
 
     rule.id = RequiredString(doc, "id");
@@ -83,8 +103,8 @@ class RuleParser {
     }
     rule.root_cause = RequiredString(doc, "root_cause");
     rule.fix = RequiredString(doc, "fix");
-    for (const auto& [key, text] : {std::pair{"root_cause", &rule.root_cause},
-                                    std::pair{"fix", &rule.fix}}) {
+    for (const auto& [key, text] :
+         {std::pair{"root_cause", &rule.root_cause}, std::pair{"fix", &rule.fix}}) {
       if (text->starts_with(kDraftPlaceholder)) {
         Fail(doc[key], key,
              "still the placeholder `faultline rules suggest` drafted; write it (what fails and "
@@ -218,8 +238,7 @@ class RuleParser {
   // Decimal only, as in the config: yaml-cpp's own conversion would read `010` as 8 and `0x10`
   // as 16.
   int IntIn(const YAML::Node& n, const std::string& path, int lo, int hi) {
-    const std::optional<int64_t> value =
-        n.IsScalar() ? DecimalInteger(n.Scalar()) : std::nullopt;
+    const std::optional<int64_t> value = n.IsScalar() ? DecimalInteger(n.Scalar()) : std::nullopt;
     if (!value || *value < lo || *value > hi) {
       Fail(n, path,
            "must be a whole number from " + std::to_string(lo) + " to " + std::to_string(hi) +
@@ -263,11 +282,11 @@ class RuleParser {
       }
       seq.steps = Patterns(entry, "sequence", path + ".sequence");
       const int default_within = static_cast<int>(seq.steps.size()) * 2;
-      seq.within_lines = entry["within_lines"]
-                             ? IntIn(entry["within_lines"], path + ".within_lines",
-                                     static_cast<int>(seq.steps.size()),
-                                     ContextSpec::kMaxWithinLines)
-                             : default_within;
+      seq.within_lines =
+          entry["within_lines"]
+              ? IntIn(entry["within_lines"], path + ".within_lines",
+                      static_cast<int>(seq.steps.size()), ContextSpec::kMaxWithinLines)
+              : default_within;
       rule.sequences.push_back(std::move(seq));
     }
   }
@@ -280,8 +299,8 @@ class RuleParser {
       return;
     }
     CheckKeys(n,
-              {"within_lines", "requires_any", "unconfirmed_severity",
-               "downgrade_if_followed_by", "downgrade_if_preceded_by", "downgrade_to"},
+              {"within_lines", "requires_any", "unconfirmed_severity", "downgrade_if_followed_by",
+               "downgrade_if_preceded_by", "downgrade_to"},
               "context.");
     ContextSpec ctx;
     if (n["within_lines"]) {
@@ -318,8 +337,8 @@ class RuleParser {
       Fail(n, "labels", "must be a mapping of label name to pattern");
       return;
     }
-    static const std::set<std::string, std::less<>> kReserved = {"signature", "severity",
-                                                                 "source", "rule"};
+    static const std::set<std::string, std::less<>> kReserved = {"signature", "severity", "source",
+                                                                 "rule"};
     for (auto it = n.begin(); it != n.end(); ++it) {
       const std::string name = it->first.Scalar();
       const std::string path = "labels." + name;
@@ -382,6 +401,9 @@ class RuleParser {
   std::string rule_id_;
 };
 
+// A thread is worth starting for this many files (a rule file parses in about a millisecond).
+constexpr size_t kFilesPerParseThread = 16;
+
 bool IsRuleFile(const fs::path& p) {
   const std::string ext = p.extension().string();
   // *.versions.yaml beside the rules are data for learning package versions from lines
@@ -443,20 +465,40 @@ Result<std::vector<Rule>> LoadRules(const std::vector<std::string>& paths) {
   }
   std::sort(files.begin(), files.end());
 
+  // Files are parsed on several threads (most of a start's CPU is parsing YAML and checking
+  // patterns, file by file), then taken in order, so rules and errors come out as from one.
+  std::vector<std::optional<Result<std::vector<Rule>>>> parsed(files.size());
+  std::atomic<size_t> next_file{0};
+  const auto parse_files = [&] {
+    for (size_t i = next_file++; i < files.size(); i = next_file++) {
+      try {
+        Result<std::string> text = ReadYamlFile(files[i], "rule file");
+        parsed[i].emplace(text.ok() ? ParseRules(text.value(), files[i])
+                                    : Result<std::vector<Rule>>(text.errors()));
+      } catch (const std::exception& e) {
+        // Out of memory, say: reported against the file rather than ending a helper thread.
+        parsed[i].emplace(Error{files[i], 0, "", "", std::string("cannot load: ") + e.what()});
+      }
+    }
+  };
+  {
+    std::vector<std::jthread> helpers;
+    const size_t threads = std::min(UsableCpus(), files.size() / kFilesPerParseThread + 1);
+    try {
+      for (size_t t = 1; t < threads; ++t) helpers.emplace_back(parse_files);
+    } catch (const std::system_error&) {
+      // Fewer threads: this one parses what the others do not.
+    }
+    parse_files();
+  }
   std::vector<Rule> rules;
   std::map<std::string, const Rule*> seen;
-  for (const std::string& file : files) {
-    Result<std::string> text = ReadYamlFile(file, "rule file");
-    if (!text.ok()) {
-      errors.insert(errors.end(), text.errors().begin(), text.errors().end());
+  for (std::optional<Result<std::vector<Rule>>>& file : parsed) {
+    if (!file->ok()) {
+      errors.insert(errors.end(), file->errors().begin(), file->errors().end());
       continue;
     }
-    Result<std::vector<Rule>> parsed = ParseRules(text.value(), file);
-    if (!parsed.ok()) {
-      errors.insert(errors.end(), parsed.errors().begin(), parsed.errors().end());
-      continue;
-    }
-    for (Rule& rule : parsed.value()) rules.push_back(std::move(rule));
+    for (Rule& rule : file->value()) rules.push_back(std::move(rule));
   }
   for (const Rule& rule : rules) {
     auto [it, inserted] = seen.emplace(rule.id, &rule);

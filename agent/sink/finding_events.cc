@@ -47,6 +47,10 @@ void FindingEventBuilder::OnFinding(const Finding& finding) {
   }
   event.line_number = finding.line_number;
   event.observed_at = clock_();
+  if (finding.line_time_ms) {
+    event.line_time =
+        std::chrono::system_clock::time_point(std::chrono::milliseconds(*finding.line_time_ms));
+  }
   event.text_truncated = finding.text_truncated;
   event.text = Bounded(finding.text, FindingEvent::kMaxTextBytes, &event.text_truncated);
   const std::size_t skip = finding.context_before.size() > FindingEvent::kMaxContextLines

@@ -7,7 +7,8 @@
 // copied. Keeps at most max_signatures signatures; beyond that the one seen longest ago is
 // forgotten (and counted in forgotten()), like LatestFindings, so a label with many values cannot
 // grow it without bound. Retain() drops the signatures of rules a reload removed, as their metric
-// series go.
+// series go. First and last seen are the events' line_time (the sender's) when they have one, else
+// when they were observed.
 //
 // The lifecycle tracker of issue 9 owns the persistent record (first seen across restarts,
 // state); this tally is what one agent process saw. Not thread-safe: the agent's event loop.

@@ -7,8 +7,12 @@
 #ifndef FAULTLINE_SOURCE_STREAM_CONSUMER_H_
 #define FAULTLINE_SOURCE_STREAM_CONSUMER_H_
 
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -16,15 +20,28 @@
 
 namespace faultline {
 
+// Bytes whose sender said when they were written (a syslog header's timestamp): the bytes of an
+// OnTimedBytes call from the previous run's `end` up to this one's, ending at a line end.
+struct TimedRun {
+  std::size_t end = 0;
+  std::optional<int64_t> time_ms;  // Unix milliseconds; none when the sender did not say
+};
+
 class StreamConsumer {
  public:
   virtual ~StreamConsumer() = default;
   virtual void OnBytes(std::string_view bytes) = 0;
+  // As OnBytes, from a source that knows when its lines were written; `runs` cover `bytes` in
+  // order. A consumer that keeps no times takes the bytes alone.
+  virtual void OnTimedBytes(std::string_view bytes, std::span<const TimedRun> runs) {
+    static_cast<void>(runs);
+    OnBytes(bytes);
+  }
   virtual void OnQuiet() = 0;  // nothing new for a while: settle what waits for more
   // Nothing new for the source's partial_flush_ms: a partial last line may be taken as a line.
   // Only sources with such a setting call it.
   virtual void OnPartialTimeout() {}
-  virtual void OnEnd() = 0;    // no more bytes will come to this stream
+  virtual void OnEnd() = 0;  // no more bytes will come to this stream
 };
 
 // Makes the consumer of a new stream; `name` names it (a path, a peer address).

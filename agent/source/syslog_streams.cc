@@ -1,6 +1,7 @@
 #include "agent/source/syslog_streams.h"
 
 #include <algorithm>
+#include <chrono>
 #include <ctime>
 
 namespace faultline {
@@ -15,7 +16,19 @@ std::string_view WithoutLineEnd(std::string_view message) {
   return message;
 }
 
+int64_t SystemClockMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace
+
+std::optional<int64_t> BoundedSenderTime(int64_t sender_ms, int64_t arrival_ms) {
+  if (sender_ms > arrival_ms + SyslogStreams::kMaxAheadMs) return std::nullopt;
+  if (sender_ms < arrival_ms - SyslogStreams::kMaxBehindMs) return std::nullopt;
+  return sender_ms;
+}
 
 CivilTime LocalCivilTimeNow() {
   thread_local time_t cached_second = -1;
@@ -43,6 +56,7 @@ SyslogStreams::~SyslogStreams() = default;
 void SyslogStreams::OnBytes(std::string_view bytes) {
   if (ended_) return;
   now_ = options_.now ? options_.now() : LocalCivilTimeNow();
+  arrival_ms_ = options_.clock_ms ? options_.clock_ms() : SystemClockMs();
   if (options_.datagrams) {
     OnMessage(WithoutLineEnd(bytes.substr(0, options_.max_message_bytes)));
   } else {
@@ -72,6 +86,46 @@ void SyslogStreams::OnMessage(std::string_view message) {
   if (stream.pending.empty()) touched_.push_back(&stream);
   stream.pending.append(parsed.text);
   stream.pending.push_back('\n');
+  const std::optional<int64_t> time = TimeOf(parsed);
+  if (!stream.runs.empty() && stream.runs.back().time_ms == time) {
+    stream.runs.back().end = stream.pending.size();
+  } else {
+    stream.runs.push_back(TimedRun{stream.pending.size(), time});
+  }
+}
+
+std::optional<int64_t> SyslogStreams::TimeOf(const SyslogMessage& message) {
+  if (!message.time) return std::nullopt;
+  const SyslogTime& t = *message.time;
+  int64_t seconds = 0;
+  if (t.utc_offset_minutes) {
+    seconds = UtcSecondsOf(t.civil) - int64_t{*t.utc_offset_minutes} * 60;
+  } else {
+    if (!local_cached_ || !(local_civil_ == t.civil)) {
+      std::tm tm{};
+      tm.tm_year = t.civil.year - 1900;
+      tm.tm_mon = t.civil.month - 1;
+      tm.tm_mday = t.civil.day;
+      tm.tm_hour = t.civil.hour;
+      tm.tm_min = t.civil.minute;
+      tm.tm_sec = t.civil.second;
+      tm.tm_isdst = -1;
+      const std::time_t local = mktime(&tm);
+      if (local == static_cast<std::time_t>(-1)) return std::nullopt;
+      local_civil_ = t.civil;
+      local_seconds_ = local;
+      local_cached_ = true;
+    }
+    seconds = local_seconds_;
+  }
+  return BoundedSenderTime(seconds * 1000 + t.nanoseconds / 1000000, arrival_ms_);
+}
+
+void SyslogStreams::HandOn(Stream& stream) {
+  stream.consumer->OnTimedBytes(stream.pending, stream.runs);
+  stream.pending.clear();
+  stream.runs.clear();
+  if (stream.pending.capacity() > kRetainedBytes) std::string().swap(stream.pending);
 }
 
 SyslogStreams::Stream& SyslogStreams::StreamFor(std::string_view host, std::string_view app) {
@@ -86,7 +140,7 @@ SyslogStreams::Stream& SyslogStreams::StreamFor(std::string_view host, std::stri
   if (streams_.size() >= std::max<std::size_t>(1, options_.max_streams)) {
     Stream& oldest = streams_.back();
     if (!oldest.pending.empty()) {
-      oldest.consumer->OnBytes(oldest.pending);
+      HandOn(oldest);
       touched_.erase(std::find(touched_.begin(), touched_.end(), &oldest));
     }
     oldest.consumer->OnEnd();
@@ -94,17 +148,13 @@ SyslogStreams::Stream& SyslogStreams::StreamFor(std::string_view host, std::stri
     streams_.pop_back();
   }
   const StreamLabels labels = {{"host", std::string(host)}, {"app", std::string(app)}};
-  streams_.push_front(Stream{key_, factory_(name_, labels), {}});
+  streams_.push_front(Stream{key_, factory_(name_, labels), {}, {}});
   by_key_.emplace(key_, streams_.begin());
   return streams_.front();
 }
 
 void SyslogStreams::Flush() {
-  for (Stream* stream : touched_) {
-    stream->consumer->OnBytes(stream->pending);
-    stream->pending.clear();
-    if (stream->pending.capacity() > kRetainedBytes) std::string().swap(stream->pending);
-  }
+  for (Stream* stream : touched_) HandOn(*stream);
   touched_.clear();
 }
 

@@ -11,6 +11,17 @@
 // of at most 255 and 48 bytes (the parser refuses anything else), and the consumer bounds how
 // many distinct values become metric labels.
 //
+// Time: each message's lines are handed on with the time its header gives (OnTimedBytes), so a
+// finding is dated by the sender, as a file line is by a timestamp it starts with. RFC 5424's
+// timestamps carry their offset; RFC 3164's (and any without an offset) are read as this
+// machine's local time, the year resolved as ParseSyslogMessage says. A time the receiver cannot
+// believe is dropped and the line dated by its arrival: more than kMaxAheadMs ahead of the
+// arrival (a sender's clock running fast, or a zone ahead of ours on RFC 3164: a future
+// first_seen would stay on the page and decide fix judgements wrongly until that time came; the
+// minute covers NTP-less drift and a second's rounding), or more than kMaxBehindMs behind it (a
+// board without a battery-backed clock booting in 1970 would otherwise set first_seen for good;
+// a relay's disk queue can hold messages for days, not for weeks).
+//
 // Bounded: at most max_streams (host, app) streams per connection; a new pair beyond that ends
 // the stream of the pair heard from least recently. A message over max_message_bytes is cut
 // (SyslogFramer). Messages that arrive in one read are handed on per stream in one call, so a
@@ -24,6 +35,7 @@
 #include <functional>
 #include <list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -43,13 +55,21 @@ struct SyslogStreamsOptions {
   std::size_t max_streams = 16;
   // The receiver's civil time, for RFC 3164's yearless timestamps.
   std::function<CivilTime()> now;
+  // The receiver's clock (Unix milliseconds), the arrival time that bounds a sender's.
+  std::function<int64_t()> clock_ms;
 };
+
+// A sender's time (Unix milliseconds) the receiver believes at `arrival_ms` (see the top).
+std::optional<int64_t> BoundedSenderTime(int64_t sender_ms, int64_t arrival_ms);
 
 // This machine's local civil time now, read at most once per second.
 CivilTime LocalCivilTimeNow();
 
 class SyslogStreams : public StreamConsumer, private SyslogFramer::Sink {
  public:
+  static constexpr int64_t kMaxAheadMs = 60 * 1000;
+  static constexpr int64_t kMaxBehindMs = 30LL * 86400 * 1000;
+
   SyslogStreams(std::string name, SyslogStreamsOptions options,
                 LabeledStreamConsumerFactory factory);
   ~SyslogStreams() override;
@@ -65,18 +85,26 @@ class SyslogStreams : public StreamConsumer, private SyslogFramer::Sink {
   struct Stream {
     std::string key;
     std::unique_ptr<StreamConsumer> consumer;
-    std::string pending;  // lines of this read not yet handed on
+    std::string pending;         // lines of this read not yet handed on
+    std::vector<TimedRun> runs;  // their times
   };
 
   void OnMessage(std::string_view message) override;
   Stream& StreamFor(std::string_view host, std::string_view app);
+  std::optional<int64_t> TimeOf(const SyslogMessage& message);
+  static void HandOn(Stream& stream);
   void Flush();
 
   const std::string name_;
   const SyslogStreamsOptions options_;
   const LabeledStreamConsumerFactory factory_;
   SyslogFramer framer_;
-  CivilTime now_;              // read once per OnBytes
+  CivilTime now_;           // read once per OnBytes
+  int64_t arrival_ms_ = 0;  // likewise
+  // The last local civil time converted (mktime is slow and a busy sender repeats its second).
+  CivilTime local_civil_;
+  int64_t local_seconds_ = 0;
+  bool local_cached_ = false;
   std::list<Stream> streams_;  // most recently used first
   std::unordered_map<std::string, std::list<Stream>::iterator> by_key_;
   std::vector<Stream*> touched_;  // streams with pending lines

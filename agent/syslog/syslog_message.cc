@@ -34,10 +34,6 @@ int64_t DaysFromCivil(int64_t year, int month, int day) {
   return era * 146097 + day_of_era - 719468;
 }
 
-int64_t SecondsOf(const CivilTime& t) {
-  return DaysFromCivil(t.year, t.month, t.day) * 86400 + t.hour * 3600 + t.minute * 60 + t.second;
-}
-
 // Reads exactly `n` decimal digits.
 bool Digits(std::string_view& s, int n, int* value) {
   if (s.size() < static_cast<size_t>(n)) return false;
@@ -314,12 +310,16 @@ bool Rfc3164(std::string_view s, bool has_priority, const CivilTime& now, Syslog
 
 }  // namespace
 
+int64_t UtcSecondsOf(const CivilTime& t) {
+  return DaysFromCivil(t.year, t.month, t.day) * 86400 + t.hour * 3600 + t.minute * 60 + t.second;
+}
+
 std::optional<int> ResolveYear(const CivilTime& yearless, const CivilTime& now) {
-  const int64_t latest = SecondsOf(now) + kFutureToleranceSeconds;
+  const int64_t latest = UtcSecondsOf(now) + kFutureToleranceSeconds;
   for (const int year : {now.year + 1, now.year, now.year - 1}) {
     CivilTime candidate = yearless;
     candidate.year = year;
-    if (IsValid(candidate) && SecondsOf(candidate) <= latest) return year;
+    if (IsValid(candidate) && UtcSecondsOf(candidate) <= latest) return year;
   }
   return std::nullopt;
 }

@@ -77,6 +77,9 @@ struct SyslogMessage {
 // `message` is one message without its frame (no octet count, no trailing LF).
 SyslogMessage ParseSyslogMessage(std::string_view message, const CivilTime& now);
 
+// Seconds since the Unix epoch of `t` read as UTC (proleptic Gregorian, no leap seconds).
+int64_t UtcSecondsOf(const CivilTime& t);
+
 // How far ahead of the receiver a sender's civil time may be: clocks drift, and local times of
 // two zones differ by up to 26 hours.
 inline constexpr int64_t kFutureToleranceSeconds = 2 * 86400;

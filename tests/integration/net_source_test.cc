@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -626,6 +627,71 @@ TEST_F(SyslogSourceTest, LoggerOverUdpTcpOctetCountingAndAUnixSocket) {
                      {Hits(Labels("joblf", host)), 1},
                      {Hits(Labels("jobunix", host)), 1}}))
       << Metrics() << agent->Stderr();
+  EXPECT_EQ(0, agent->Stop(SIGTERM));
+}
+
+// A syslog line's finding is dated by its sender: first and last seen on /api/v1/status are the
+// headers' times (RFC 5424 with its offset, RFC 3164 in local time), the earliest and latest of
+// them even when they arrive out of order; a sender whose clock runs a day ahead is dated by
+// arrival instead.
+TEST_F(SyslogSourceTest, AFindingCarriesTheSendersTimestamp) {
+  WriteFile("rules/ahead.yaml",
+            "id: t.ahead\ntitle: ahead\nseverity: error\ncategory: runtime\n"
+            "match: ['clock ahead failure']\nroot_cause: r\nfix: f\n");
+  const uint16_t tcp = testing::FreePort();
+  const uint16_t udp = testing::FreePort();
+  auto agent = Start(
+      "  - {id: t, type: tcp, format: syslog, listen: '127.0.0.1:" + std::to_string(tcp) +
+      "'}\n  - {id: u, type: udp, format: syslog, listen: " + "'127.0.0.1:" + std::to_string(udp) +
+      "'}\n");
+  const std::time_t now = std::time(nullptr);
+  const auto format = [](std::time_t t, bool local, const char* pattern) {
+    std::tm tm{};
+    if (local) {
+      localtime_r(&t, &tm);
+    } else {
+      gmtime_r(&t, &tm);
+    }
+    char buf[64];
+    std::strftime(buf, sizeof buf, pattern, &tm);
+    return std::string(buf);
+  };
+  const auto iso = [&](std::time_t t) { return format(t, false, "%Y-%m-%dT%H:%M:%SZ"); };
+  const std::time_t hour_ago = now - 3600;
+  const std::time_t two_hours_ago = now - 7200;
+  const std::time_t two_minutes_ago = now - 120;
+
+  Client udp_client = Client::Udp(udp);
+  ASSERT_TRUE(udp_client.Send("<11>1 " + format(hour_ago, false, "%Y-%m-%dT%H:%M:%S.500Z") +
+                              " node1 trainer - - - CUDA out of memory"));
+  ASSERT_TRUE(udp_client.Send("<11>1 " + iso(now + 86400) + " node1 trainer - - - " +
+                              "clock ahead failure"));
+  ASSERT_TRUE(Reach({{Lines("u"), 2}})) << Metrics() << agent->Stderr();
+  const std::time_t received = std::time(nullptr);
+  Client tcp_client = Client::Tcp(tcp);
+  // Written before the UDP one, arriving after it; then RFC 3164, in this machine's local time.
+  ASSERT_TRUE(tcp_client.Send("<11>1 " + format(two_hours_ago, false, "%Y-%m-%dT%H:%M:%S+00:00") +
+                              " node1 trainer - - - CUDA out of memory\n<11>" +
+                              format(two_minutes_ago, true, "%b %e %H:%M:%S") +
+                              " node2 nccl: NCCL error\n"));
+  ASSERT_TRUE(Reach({{Lines("t"), 2}})) << Metrics() << agent->Stderr();
+
+  std::string body;
+  ASSERT_EQ(200, HttpGet(port_, "/api/v1/status", &body));
+  const nlohmann::json status = nlohmann::json::parse(body);
+  std::map<std::string, nlohmann::json> by_rule;
+  for (const auto& s : status["signatures"]) by_rule[s["rule_id"]] = s;
+  ASSERT_EQ(3u, status["signatures"].size()) << body;  // one host and app each
+  EXPECT_EQ(iso(two_hours_ago), by_rule["t.cuda_oom"]["first_seen"]) << body;
+  EXPECT_EQ(iso(hour_ago), by_rule["t.cuda_oom"]["last_seen"]) << body;
+  EXPECT_EQ(static_cast<int64_t>(two_hours_ago) * 1000,
+            by_rule["t.cuda_oom"]["last_hit"]["line_time_ms"]);
+  EXPECT_EQ(iso(two_minutes_ago), by_rule["t.nccl"]["first_seen"]) << body;
+  // A day ahead: not believed, so its arrival (and the hit has no line time).
+  const std::string ahead = by_rule["t.ahead"]["first_seen"];
+  EXPECT_GE(ahead, iso(now)) << body;
+  EXPECT_LE(ahead, iso(received)) << body;
+  EXPECT_FALSE(by_rule["t.ahead"]["last_hit"].contains("line_time")) << body;
   EXPECT_EQ(0, agent->Stop(SIGTERM));
 }
 

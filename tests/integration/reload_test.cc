@@ -7,9 +7,12 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 
 #include "tests/integration/process.h"
@@ -256,6 +259,76 @@ TEST_F(ReloadTest, WatchReloadsWhenARuleFileChanges) {
   WriteRules("c.yaml", RuleYaml("t.watched", "watched failure"));
   ASSERT_TRUE(Reaches(kReloadsOk, 2)) << agent.Stderr();
   EXPECT_EQ(1, testing::Sample(Metrics(), Matches("t.watched")));
+  EXPECT_EQ(0, agent.Stop(SIGTERM));
+}
+
+// A rule pack whose Vectorscan compile needs far more memory than the database it leaves: 300
+// patterns of two wide counted repetitions each (about 45 MiB of resident growth while compiling
+// on the CI machine, and under 1 MiB of database). The compile is not cached: the cache folder is
+// the test's own, empty at the start.
+std::string CountedRepetitions(int n) {
+  std::string yaml;
+  for (int i = 0; i < n; ++i) {
+    if (i > 0) yaml += "---\n";
+    const std::string id = std::to_string(i);
+    yaml += RuleYaml("big.r" + id, "err" + id + "[a-f0-9]{20,300}x[^ ]{50,200}y" + id);
+  }
+  return yaml;
+}
+
+TEST_F(ReloadTest, AReloadWhoseCompileNeedsMoreThanTheMemoryBudgetIsRejected) {
+  const std::string cache = dir_ + "/cache";
+  std::filesystem::create_directories(cache);
+  chmod(cache.c_str(), 0700);
+  const std::string budget = "reload:\n  timeout_ms: 120000\n  max_memory_bytes: 33554432\n";
+  Daemon agent({"run", "-c", WriteConfig(FileSource("train", "logs/*.log"), budget)}, 0, {},
+               [&] { setenv("FAULTLINE_CACHE_DIR", cache.c_str(), 1); });
+  Append("logs/a.log", "CUDA out of memory\n");
+  ASSERT_TRUE(Reaches(Matches("t.oom"), 1)) << agent.Stderr();
+
+  WriteRules("big.yaml", CountedRepetitions(300));
+  kill(agent.pid(), SIGHUP);
+  ASSERT_TRUE(Eventually([&] { return testing::Sample(Metrics(), kReloadsFailed) == 1; },
+                         std::chrono::seconds(120)))
+      << agent.Stderr();
+  const nlohmann::json last = Status()["reloads"]["last"];
+  EXPECT_EQ(false, last["ok"]);
+  ASSERT_EQ(1u, last["errors"].size());
+  const std::string error = last["errors"][0].get<std::string>();
+  EXPECT_THAT(error, HasSubstr("key 'reload.max_memory_bytes'"));
+  EXPECT_THAT(error, HasSubstr("more than the budget of 32 MiB"));
+  // The peak is what was over the budget: the heap the pack holds once compiled was not.
+  std::smatch figures;
+  ASSERT_TRUE(std::regex_search(
+      error, figures, std::regex("rose by ([0-9]+) MiB at its peak; ([0-9]+) MiB of heap held")))
+      << error;
+  const int peak = std::stoi(figures[1]);
+  const int held = std::stoi(figures[2]);
+  EXPECT_GT(peak, 32) << error;
+  EXPECT_LT(held, 32) << error;
+  std::cerr << "rejected pack: peak " << peak << " MiB, held " << held << " MiB\n";
+  EXPECT_EQ(0, testing::Sample(Metrics(), kReloadsOk));
+  EXPECT_EQ(2, testing::Sample(Metrics(), "faultline_rules_loaded"));
+  EXPECT_EQ(-1, testing::Sample(Metrics(), Matches("big.r0")));
+
+  // The old rules still count, exactly.
+  Append("logs/a.log", "CUDA out of memory\nok\nerr0abcdefabcdefabcdefabcdefx" +
+                           std::string(60, 'q') + "y0\nWatchdog caught collective\n");
+  ASSERT_TRUE(Reaches(Matches("t.nccl"), 1)) << agent.Stderr();
+  EXPECT_EQ(2, testing::Sample(Metrics(), Matches("t.oom")));
+  EXPECT_EQ(5, testing::Sample(Metrics(), "faultline_lines_total{source=\"train\"}"));
+
+  // A small pack under the same budget is taken.
+  std::filesystem::remove(dir_ + "/rules/big.yaml");
+  WriteRules("b.yaml", RuleYaml("t.new", "brand new failure"));
+  kill(agent.pid(), SIGHUP);
+  ASSERT_TRUE(Reaches(kReloadsOk, 1)) << agent.Stderr();
+  EXPECT_EQ(3, testing::Sample(Metrics(), "faultline_rules_loaded"));
+  Append("logs/a.log", "brand new failure\n");
+  ASSERT_TRUE(Reaches(Matches("t.new"), 1)) << agent.Stderr();
+  EXPECT_EQ(2, testing::Sample(Metrics(), Matches("t.oom")));
+  EXPECT_EQ(1, testing::Sample(Metrics(), kReloadsFailed));
+  EXPECT_THAT(agent.Stderr(), HasSubstr("memory peak"));
   EXPECT_EQ(0, agent.Stop(SIGTERM));
 }
 

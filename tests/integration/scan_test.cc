@@ -273,3 +273,56 @@ TEST(Cli, EveryCommandHasHelpAndVersion) {
 
 }  // namespace
 }  // namespace faultline
+
+namespace faultline {
+namespace {
+
+// Several files of many batches each, with hits that wait for context across batch boundaries:
+// matching on worker threads (the default on a machine with several CPUs, and --threads 4)
+// reports exactly what matching on the reading thread (--threads 1) does.
+TEST_F(ScanTest, ThreadsChangeNothingButTheSpeed) {
+  std::vector<std::string> logs;
+  for (int file = 0; file < 3; ++file) {
+    std::string text;
+    for (int line = 0; text.size() < (4u << 20); ++line) {
+      text += "step " + std::to_string(line) + " loss 0.25 lr 1e-4 all fine here\n";
+      if (line % 997 == 0)
+        text += "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1 GiB\n";
+      if (line % 1499 == 5) text += "link failed\n";
+      if (line % 2999 == 9) text += "build aborted\n";
+      if (line % 401 == 0) text += "Gradient overflow. Skipping step\n";
+    }
+    logs.push_back(Write("big" + std::to_string(file) + ".log", text));
+  }
+  std::vector<std::string> args = {"--format", "json"};
+  args.insert(args.end(), logs.begin(), logs.end());
+  const auto one = RunFaultline(Scan([&] {
+    auto a = args;
+    a.insert(a.begin(), {"--threads", "1"});
+    return a;
+  }()));
+  ASSERT_EQ(one.exit_code, 1) << one.err;
+  const auto findings = nlohmann::json::parse(one.out);
+  ASSERT_GE(findings["findings"].size(), 3u) << one.out.substr(0, 2000);
+  for (const char* threads : {"2", "4"}) {
+    auto a = args;
+    a.insert(a.begin(), {"--threads", threads});
+    const auto many = RunFaultline(Scan(a));
+    EXPECT_EQ(many.exit_code, 1) << many.err;
+    EXPECT_EQ(many.out, one.out) << threads << " threads";
+  }
+  const auto by_default = RunFaultline(Scan(args));
+  EXPECT_EQ(by_default.out, one.out);
+}
+
+TEST_F(ScanTest, ThreadsOutsideOneToEightIsAUsageError) {
+  const std::string log = Write("x.log", "all good\n");
+  for (const char* bad : {"0", "9", "two", ""}) {
+    const auto r = RunFaultline(Scan({"--threads", bad, log}));
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_THAT(r.err, HasSubstr("--threads must be a number from 1 to 8")) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace faultline

@@ -32,6 +32,28 @@ TEST(SignatureTally, CountsEachSignatureWithFirstAndLastSeenAndWorstSeverity) {
   EXPECT_EQ(1u, tally.counts().back().count);
 }
 
+TEST(SignatureTally, TheSendersTimeDatesASignatureWhenItGaveOne) {
+  SignatureTally tally;
+  const auto at = [](int second) {
+    return std::chrono::system_clock::time_point(std::chrono::seconds(second));
+  };
+  FindingEvent late = Event("a", "a", Severity::kError, 100);
+  late.line_time = at(50);
+  tally.OnEvent(late);
+  FindingEvent earlier = Event("a", "a", Severity::kError, 101);
+  earlier.line_time = at(40);  // written before the first one, arrived after it
+  tally.OnEvent(earlier);
+  tally.OnEvent(Event("a", "a", Severity::kError, 102));  // no time of its own: its arrival
+  const SignatureCount& a = tally.counts().front();
+  EXPECT_EQ(at(40), a.first_seen);
+  EXPECT_EQ(at(102), a.last_seen);
+  FindingEvent old = Event("a", "a", Severity::kError, 103);
+  old.line_time = at(45);
+  tally.OnEvent(old);
+  EXPECT_EQ(at(40), a.first_seen);
+  EXPECT_EQ(at(102), a.last_seen);  // an old line does not move last seen back
+}
+
 TEST(SignatureTally, ForgetsTheSignatureSeenLongestAgoBeyondItsBound) {
   SignatureTally tally(2);
   tally.OnEvent(Event("a", "a", Severity::kError, 1));

@@ -7,7 +7,11 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "agent/core/asio.h"
 #include "agent/source/socket_peer.h"
@@ -26,6 +30,8 @@ struct RecordedStream {
   int on_bytes_calls = 0;
   int quiet = 0;
   bool ended = false;
+  // Each run OnTimedBytes was given: its bytes and its time.
+  std::vector<std::pair<std::string, std::optional<int64_t>>> runs = {};
 };
 
 class RecordingConsumer : public StreamConsumer {
@@ -35,6 +41,14 @@ class RecordingConsumer : public StreamConsumer {
     if (stream_->bytes.size() < RecordedStream::kKeptBytes) stream_->bytes.append(bytes);
     stream_->total += bytes.size();
     ++stream_->on_bytes_calls;
+  }
+  void OnTimedBytes(std::string_view bytes, std::span<const TimedRun> runs) override {
+    std::size_t begin = 0;
+    for (const TimedRun& run : runs) {
+      stream_->runs.emplace_back(std::string(bytes.substr(begin, run.end - begin)), run.time_ms);
+      begin = run.end;
+    }
+    OnBytes(bytes);
   }
   void OnQuiet() override { ++stream_->quiet; }
   void OnEnd() override { stream_->ended = true; }

@@ -12,11 +12,15 @@ using ::testing::ElementsAre;
 using ::testing::Pair;
 using testing::Recorder;
 
+// 2026-06-15T12:00:00Z.
+constexpr int64_t kNowMs = 1781524800000;
+
 SyslogStreamsOptions Options(bool datagrams) {
   SyslogStreamsOptions options;
   options.datagrams = datagrams;
   options.default_host = "10.0.0.9";
   options.now = [] { return CivilTime{2026, 6, 15, 12, 0, 0}; };
+  options.clock_ms = [] { return kNowMs; };
   return options;
 }
 
@@ -94,6 +98,60 @@ TEST(SyslogStreamsTest, AStreamEvictedMidReadKeepsItsLines) {
   EXPECT_EQ("x\n", recorder.streams[0].bytes);
   EXPECT_TRUE(recorder.streams[0].ended);
   EXPECT_EQ("y\n", recorder.streams[1].bytes);
+}
+
+TEST(SyslogStreamsTest, EachMessageIsHandedOnWithItsHeadersTime) {
+  Recorder recorder;
+  SyslogStreams streams("peer", Options(false), recorder.Labeled());
+  streams.OnBytes(
+      "<13>1 2026-06-15T11:59:58.250Z h app - - - one\n"
+      "<13>1 2026-06-15T11:59:58.250Z h app - - - two\n"  // the same time: one run
+      "<13>1 2026-06-15T13:59:59+02:00 h app - - - three\n"
+      "<13>1 - h app - - - no time\n");
+  ASSERT_EQ(1u, recorder.streams.size());
+  using Run = std::pair<std::string, std::optional<int64_t>>;
+  EXPECT_THAT(recorder.streams[0].runs,
+              ElementsAre(Run{"one\ntwo\n", kNowMs - 1750}, Run{"three\n", kNowMs - 1000},
+                          Run{"no time\n", std::nullopt}));
+  EXPECT_EQ(1, recorder.streams[0].on_bytes_calls);  // still one batch
+}
+
+TEST(SyslogStreamsTest, ARfc3164TimeIsLocalTimeOfItsResolvedYear) {
+  Recorder recorder;
+  SyslogStreamsOptions options = Options(true);
+  // A receiver on January 1st reads `Dec 31 23:59:30` as last year's.
+  options.now = [] { return CivilTime{2027, 1, 1, 0, 0, 10}; };
+  std::tm tm{};
+  tm.tm_sec = 30;
+  tm.tm_min = 59;
+  tm.tm_hour = 23;
+  tm.tm_mday = 31;
+  tm.tm_mon = 11;
+  tm.tm_year = 2026 - 1900;
+  tm.tm_isdst = -1;
+  const int64_t sent_ms = static_cast<int64_t>(mktime(&tm)) * 1000;
+  options.clock_ms = [sent_ms] { return sent_ms + 40000; };
+  SyslogStreams streams("peer", options, recorder.Labeled());
+  streams.OnBytes("<13>Dec 31 23:59:30 h app: late\n");
+  ASSERT_EQ(1u, recorder.streams.size());
+  ASSERT_EQ(1u, recorder.streams[0].runs.size());
+  EXPECT_EQ(sent_ms, recorder.streams[0].runs[0].second);
+}
+
+TEST(SyslogStreamsTest, ATimeTooFarAheadOrBehindTheArrivalIsNotBelieved) {
+  EXPECT_EQ(kNowMs + 60000, BoundedSenderTime(kNowMs + 60000, kNowMs));
+  EXPECT_EQ(std::nullopt, BoundedSenderTime(kNowMs + 60001, kNowMs));
+  EXPECT_EQ(kNowMs - SyslogStreams::kMaxBehindMs,
+            BoundedSenderTime(kNowMs - SyslogStreams::kMaxBehindMs, kNowMs));
+  EXPECT_EQ(std::nullopt, BoundedSenderTime(kNowMs - SyslogStreams::kMaxBehindMs - 1, kNowMs));
+  Recorder recorder;
+  SyslogStreams streams("peer", Options(true), recorder.Labeled());
+  streams.OnBytes("<13>1 2026-06-15T12:05:00Z h app - - - from the future");
+  streams.OnBytes("<13>1 1970-01-01T00:00:00Z h app - - - from a clock never set");
+  ASSERT_EQ(1u, recorder.streams.size());
+  using Run = std::pair<std::string, std::optional<int64_t>>;
+  EXPECT_THAT(recorder.streams[0].runs, ElementsAre(Run{"from the future\n", std::nullopt},
+                                                    Run{"from a clock never set\n", std::nullopt}));
 }
 
 }  // namespace
