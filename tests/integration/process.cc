@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -204,10 +205,14 @@ uint16_t FreePort() {
   const int low = 10000;
   const int high = std::max(low + 1000, ephemeral_low);
   static std::mt19937 random(std::random_device{}() ^ static_cast<unsigned>(getpid()));
+  // A port is free until the agent binds it, so two calls before the agent starts could both
+  // get it: a test's ports are never given twice.
+  static std::set<uint16_t> given;
   asio::io_context io;
   for (int attempt = 0; attempt < 200; ++attempt) {
     const auto port =
         static_cast<uint16_t>(std::uniform_int_distribution<int>(low, high - 1)(random));
+    if (!given.insert(port).second) continue;
     asio::ip::tcp::acceptor acceptor(io);
     boost::system::error_code ec;
     acceptor.open(asio::ip::tcp::v4(), ec);
