@@ -10,6 +10,7 @@
 #include "agent/alert/line_timestamp.h"
 #include "agent/alert/redact.h"
 #include "agent/alert/version.h"
+#include "agent/rules/consequence.h"
 #include "agent/rules/rule_loader.h"
 
 namespace faultline {
@@ -31,6 +32,18 @@ constexpr char kSampleSignature[] = "faultline.test.sample";
 // a thousand new signatures in one run is one readable message, and `faultline signatures` has
 // them all.
 constexpr std::size_t kMaxItemsPerNotification = 100;
+// Failures of one run kept as possible causes: the first ones, where root causes are.
+constexpr std::size_t kMaxCausesPerRun = 32;
+// Consequences named on one item; more are still counted by their own signatures.
+constexpr std::size_t kMaxConsequencesPerItem = 20;
+
+// Whether a finding of `cause` at `cause_severity` may explain one of `symptom` at
+// `severity`: the symptom's rule names it, and a lesser finding does not explain a failure
+// (the same test as `scan`'s report).
+bool CanExplain(const Rule& symptom, Severity severity, const Rule& cause,
+                Severity cause_severity) {
+  return IsConsequenceOf(symptom, cause) && (IsFailure(cause_severity) || !IsFailure(severity));
+}
 
 std::string HostName() {
   char name[256] = {};
@@ -340,6 +353,17 @@ void Alerting::OnFinding(const FindingEvent& event) {
     run.failed = true;
   }
   const Rule* rule = RuleOf(event.rule_id);
+  // Root cause and consequences: a failure of a symptom rule that an earlier failure of the same
+  // run explains (rank 3's OOM, then the other ranks' watchdog timeouts and torchrun's
+  // ChildFailedError) is counted and tracked like any other, but not notified on its own: the
+  // explaining failure's waiting item names it. Once that item has gone out, the consequence
+  // needs no message of its own.
+  Run* run = nullptr;
+  std::optional<std::string> cause;
+  if (event.severity >= tracker_.options().min_severity && rule != nullptr) {
+    run = &runs_[event.stream_id];
+    cause = ExplainedBy(*run, *rule, event.severity);
+  }
   Occurrence occ;
   occ.event = &event;
   occ.arrival_ms = now;
@@ -356,8 +380,98 @@ void Alerting::OnFinding(const FindingEvent& event) {
   std::vector<LifecycleEvent> events;
   const FixJudgement judgement = tracker_.Observe(occ, &events);
   CountOccurrence(event, judgement, now);
-  Raise(events, &event, now);
+  const std::string run_key = event.source_id + "#" + std::to_string(event.stream_id);
+  if (cause) {
+    for (const LifecycleEvent& e : events) {
+      events_total_->Add({{"kind", std::string(AlertKindName(e.kind))}}).Increment();
+    }
+    AddConsequence(run_key, *cause, event.signature);
+  } else {
+    Raise(events, &event, now);
+    if (run != nullptr) AdoptConsequences(run_key, *run, *rule, event.signature, event.severity);
+  }
+  if (run != nullptr && run->causes.size() < kMaxCausesPerRun) {
+    const bool known = std::any_of(run->causes.begin(), run->causes.end(),
+                                   [&](const Cause& c) { return c.signature == event.signature; });
+    if (!known) {
+      run->causes.push_back(
+          Cause{rule->id, event.signature, event.severity, /*explained=*/cause.has_value()});
+    }
+  }
   UpdateWaitingCounts(event.signature);
+}
+
+std::optional<std::string> Alerting::ExplainedBy(const Run& run, const Rule& symptom,
+                                                 Severity severity) const {
+  if (symptom.role != RuleRole::kSymptom) return std::nullopt;
+  for (const bool roots : {true, false}) {
+    for (const Cause& c : run.causes) {
+      const Rule* rule = RuleOf(c.rule_id);
+      if (rule == nullptr || (rule->role == RuleRole::kRoot) != roots) continue;
+      if (!roots && c.explained) continue;
+      if (CanExplain(symptom, severity, *rule, c.severity)) return c.signature;
+    }
+  }
+  return std::nullopt;
+}
+
+void Alerting::AddConsequence(const std::string& run_key, const std::string& cause,
+                              const std::string& consequence) {
+  for (auto& [key, group] : groups_) {
+    if (!key.ends_with("\n" + run_key)) continue;
+    for (AlertItem& item : group.items) {
+      if (item.signature != cause || item.consequences.size() >= kMaxConsequencesPerItem ||
+          std::find(item.consequences.begin(), item.consequences.end(), consequence) !=
+              item.consequences.end()) {
+        continue;
+      }
+      item.consequences.push_back(consequence);
+    }
+  }
+}
+
+void Alerting::AdoptConsequences(const std::string& run_key, Run& run, const Rule& rule,
+                                 const std::string& signature, Severity severity) {
+  for (auto& [key, group] : groups_) {
+    if (!key.ends_with("\n" + run_key)) continue;
+    const auto root = std::find_if(group.items.begin(), group.items.end(),
+                                   [&](const AlertItem& i) { return i.signature == signature; });
+    if (root == group.items.end()) continue;  // this receiver does not take it
+    const size_t root_index = static_cast<size_t>(root - group.items.begin());
+    std::vector<AlertItem> kept;
+    std::vector<Waiting> kept_where;
+    std::vector<std::string> adopted;
+    for (size_t i = 0; i < group.items.size(); ++i) {
+      const AlertItem& item = group.items[i];
+      const Rule* symptom = RuleOf(item.rule_id);
+      const bool explained =
+          i != root_index && symptom != nullptr &&
+          (item.kind == AlertKind::kNew || item.kind == AlertKind::kRegression ||
+           item.kind == AlertKind::kRecurrence) &&
+          ExplainedBy(Run{.causes = {Cause{rule.id, signature, severity}}}, *symptom, item.severity)
+              .has_value();
+      if (explained) {
+        adopted.push_back(item.signature);
+        continue;
+      }
+      kept.push_back(item);
+      kept_where.push_back(group.where[i]);
+    }
+    if (adopted.empty()) continue;
+    for (AlertItem& item : kept) {
+      if (item.signature != signature) continue;
+      for (const std::string& s : adopted) {
+        if (item.consequences.size() < kMaxConsequencesPerItem) item.consequences.push_back(s);
+      }
+    }
+    group.items = std::move(kept);
+    group.where = std::move(kept_where);
+    for (Cause& c : run.causes) {
+      if (std::find(adopted.begin(), adopted.end(), c.signature) != adopted.end()) {
+        c.explained = true;
+      }
+    }
+  }
 }
 
 void Alerting::CountOccurrence(const FindingEvent& event, FixJudgement judgement, int64_t now) {

@@ -180,11 +180,19 @@ class Alerting {
     // Per package: (line, version), oldest first, a few kept.
     std::map<std::string, std::deque<std::pair<uint64_t, std::string>>> versions;
   };
+  // A failure of a run that may explain the symptoms after it (see OnFinding).
+  struct Cause {
+    std::string rule_id;  // looked up again at use: a reload may have replaced the rule
+    std::string signature;
+    Severity severity = Severity::kError;
+    bool explained = false;  // itself a consequence: explains nothing more
+  };
   // A stream as a run of its job: whether it had lines and a failure.
   struct Run {
     std::string job;
     bool lines = false;
     bool failed = false;
+    std::deque<Cause> causes;  // its first failures, oldest first, at most kMaxCausesPerRun
   };
   struct Waiting {
     uint64_t stream_id = 0;
@@ -206,6 +214,18 @@ class Alerting {
   void Route(const AlertItem& item, const std::string& group_key, uint64_t stream_id,
              uint64_t hit_line, bool group, bool alertmanager_only = false);
   void UpdateWaitingCounts(const std::string& signature);
+  // The signature of the run's failure that explains a finding of `symptom` at `severity`:
+  // the earliest root cause that can, else the earliest symptom nothing explained (as `scan`
+  // groups a report); nullopt when none does or `symptom` is not a symptom rule.
+  std::optional<std::string> ExplainedBy(const Run& run, const Rule& symptom,
+                                         Severity severity) const;
+  // Names `consequence` on the waiting items of `cause` from `run_key`.
+  void AddConsequence(const std::string& run_key, const std::string& cause,
+                      const std::string& consequence);
+  // A failure of `rule` (signature `signature`) just routed from `run_key`: the waiting items of
+  // the same run's symptoms it explains leave their groups and are named on its item instead.
+  void AdoptConsequences(const std::string& run_key, Run& run, const Rule& rule,
+                         const std::string& signature, Severity severity);
   void ScheduleFlush();
   void FlushDue(bool all);
   void Enqueue(const std::string& target, Notification n);

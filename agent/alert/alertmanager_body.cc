@@ -1,7 +1,6 @@
 #include "agent/alert/alertmanager_body.h"
 
 #include <nlohmann/json.hpp>
-
 #include <set>
 #include <string_view>
 
@@ -65,6 +64,11 @@ json Alert(const Notification& n, const AlertItem& item) {
   add("fixed_in_version", item.fixed_in_version);
   add("fix_note", item.fix_note);
   add("detail", item.detail);
+  std::string consequences;
+  for (const std::string& signature : item.consequences) {
+    consequences += (consequences.empty() ? "" : ", ") + signature;
+  }
+  add("consequences", consequences);
 
   // A regression or a recurrence fires anew, after a fix or a quiet spell ended the alert: it
   // starts at that occurrence. Alertmanager flushes a group at once for an alert that started
@@ -76,8 +80,8 @@ json Alert(const Notification& n, const AlertItem& item) {
   int64_t ends = item.active_until_ms;
   if (item.kind == AlertKind::kResolved) ends = n.created_ms;
   if (n.test) ends = n.created_ms + kTestAlertMs;
-  json alert{{"labels", labels}, {"annotations", annotations},
-             {"startsAt", FormatTimestampMs(starts)}};
+  json alert{
+      {"labels", labels}, {"annotations", annotations}, {"startsAt", FormatTimestampMs(starts)}};
   if (ends > 0) alert["endsAt"] = FormatTimestampMs(std::max(ends, starts));
   return alert;
 }

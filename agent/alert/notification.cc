@@ -1,9 +1,8 @@
 #include "agent/alert/notification.h"
 
-#include <nlohmann/json.hpp>
-
 #include <cstdio>
 #include <ctime>
+#include <nlohmann/json.hpp>
 
 namespace faultline {
 namespace {
@@ -54,7 +53,8 @@ json ItemToJson(const AlertItem& item) {
               {"fixed_by", item.fixed_by},
               {"regression_basis", item.regression_basis},
               {"active_until_ms", item.active_until_ms},
-              {"detail", item.detail}};
+              {"detail", item.detail},
+              {"consequences", item.consequences}};
 }
 
 AlertItem ItemFromJson(const json& j) {
@@ -93,6 +93,8 @@ AlertItem ItemFromJson(const json& j) {
   item.regression_basis = j.at("regression_basis").get<std::string>();
   item.active_until_ms = j.at("active_until_ms").get<int64_t>();
   item.detail = j.at("detail").get<std::string>();
+  // Absent in entries written before consequences were grouped.
+  item.consequences = j.value("consequences", std::vector<std::string>{});
   return item;
 }
 
@@ -139,8 +141,7 @@ std::string ItemSummary(const AlertItem& item) {
   switch (item.kind) {
     case AlertKind::kRegression:
       s += " seen in " + (item.seen_in_version.empty() ? std::string("version unknown")
-                                                        : item.package + " " +
-                                                              item.seen_in_version);
+                                                       : item.package + " " + item.seen_in_version);
       if (!item.fixed_in_version.empty()) {
         s += ", fixed in " + item.package + " " + item.fixed_in_version;
       } else if (item.fixed_at_ms != 0) {
@@ -160,15 +161,16 @@ std::string ItemSummary(const AlertItem& item) {
   if (!item.title.empty() && item.kind != AlertKind::kReceiverDisabled) {
     s += " - " + item.title;
   }
-  if (!item.source.empty()) s += " (" + item.source + (item.host.empty() ? "" : " on " + item.host) + ")";
+  if (!item.source.empty())
+    s += " (" + item.source + (item.host.empty() ? "" : " on " + item.host) + ")";
   return s;
 }
 
 std::string NotificationToJson(const Notification& n) {
   json items = json::array();
   for (const AlertItem& item : n.items) items.push_back(ItemToJson(item));
-  return json{{"id", n.id},       {"receiver", n.receiver}, {"created_ms", n.created_ms},
-              {"test", n.test},   {"items", items},         {"more", n.more}}
+  return json{{"id", n.id},     {"receiver", n.receiver}, {"created_ms", n.created_ms},
+              {"test", n.test}, {"items", items},         {"more", n.more}}
       .dump(-1, ' ', false, json::error_handler_t::replace);
 }
 

@@ -78,6 +78,10 @@ struct AlertItem {
   int64_t active_until_ms = 0;
   // Free text for the agent's own messages (mute summary, a disabled receiver's reason).
   std::string detail;
+  // Signatures of the same run that this failure explains (rules with `role: symptom`, such as
+  // the NCCL watchdog timeouts after one rank's OOM): they count and keep their lifecycle, but are
+  // named here instead of notified on their own (Alerting, "Root cause and consequences").
+  std::vector<std::string> consequences;
 };
 
 struct Notification {

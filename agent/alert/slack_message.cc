@@ -1,8 +1,7 @@
 #include "agent/alert/slack_message.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <string_view>
 #include <vector>
 
@@ -115,9 +114,10 @@ std::string Versions(const AlertItem& item) {
                          ? std::string("version unknown")
                          : EscapeMrkdwn(item.package + " " + item.seen_in_version);
   if (item.kind == AlertKind::kRegression) {
-    std::string fixed = item.fixed_in_version.empty()
-                            ? "marked fixed " + FormatTimestampMs(item.fixed_at_ms)
-                            : "fixed in " + EscapeMrkdwn(item.package + " " + item.fixed_in_version);
+    std::string fixed =
+        item.fixed_in_version.empty()
+            ? "marked fixed " + FormatTimestampMs(item.fixed_at_ms)
+            : "fixed in " + EscapeMrkdwn(item.package + " " + item.fixed_in_version);
     if (!item.fixed_by.empty()) fixed += " by " + EscapeMrkdwn(item.fixed_by);
     if (!item.fix_note.empty()) fixed += ": _" + EscapeMrkdwn(item.fix_note) + "_";
     return "seen in " + seen + "\n" + fixed;
@@ -155,6 +155,13 @@ std::vector<std::string> Facts(const AlertItem& item) {
     facts.push_back("*Labels*\n" + labels);
   }
   facts.push_back("*Severity*\n" + std::string(SeverityName(item.severity)));
+  if (!item.consequences.empty()) {
+    std::string consequences;
+    for (const std::string& signature : item.consequences) {
+      consequences += (consequences.empty() ? "" : "\n") + Code(signature);
+    }
+    facts.push_back("*Consequences*\n" + consequences);
+  }
   return facts;
 }
 
@@ -233,7 +240,8 @@ void RenderMany(const Notification& n, Blocks& blocks) {
     std::string summary = "*" + KindHeadline(item.kind) + "* " + Code(item.signature);
     if (!item.title.empty()) summary += " - " + EscapeMrkdwn(item.title);
     summary += "\n" + EscapeMrkdwn(item.source);
-    if (!item.file.empty()) summary += " · " + EscapeMrkdwn(item.file) + ":" + std::to_string(item.line);
+    if (!item.file.empty())
+      summary += " · " + EscapeMrkdwn(item.file) + ":" + std::to_string(item.line);
     summary += " · " + std::to_string(item.count) + " occurrence(s)";
     if (item.kind == AlertKind::kRegression) summary += "\n" + Versions(item);
     summary = CutToCodePoints(summary, L::kMaxSectionChars);
@@ -271,7 +279,9 @@ std::string RenderSlackMessage(const Notification& n) {
   } else if (!n.items.empty()) {
     RenderMany(n, blocks);
   }
-  const json message{{"text", FallbackText(n)}, {"blocks", blocks.Take()}, {"unfurl_links", false},
+  const json message{{"text", FallbackText(n)},
+                     {"blocks", blocks.Take()},
+                     {"unfurl_links", false},
                      {"unfurl_media", false}};
   return message.dump(-1, ' ', false, json::error_handler_t::replace);
 }

@@ -1,9 +1,8 @@
 #include "agent/alert/webhook_body.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 
 #include "agent/alert/text_budget.h"
 #include "agent/alert/webhook_signing.h"
@@ -53,6 +52,7 @@ json ItemJson(const AlertItem& item, bool with_context, std::size_t max_hit_char
          {"event_id", item.event_id},
          {"alert_id", AlertIdOf(item.signature)}};
   if (!item.detail.empty()) j["detail"] = item.detail;
+  j["consequences"] = item.consequences;
   return j;
 }
 

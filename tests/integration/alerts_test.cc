@@ -570,3 +570,52 @@ TEST_F(AlertsTest, AdminMutationsSurviveKillNineRightAfterTheirAnswer) {
 
 }  // namespace
 }  // namespace faultline
+
+namespace faultline {
+namespace {
+
+// The bundled pack on lines from the public multi-rank logs (tests/data/multirank): rank 11 runs
+// out of GPU memory, then ranks 7 and 3 time out in the NCCL watchdog (a symptom of `gpu.`
+// failures). One message names the OOM and its consequence; the consequence still counts.
+TEST_F(AlertsTest, TheRootCauseIsNotifiedOnceNamingTheFailuresItCaused) {
+  TestReceiver hook;
+  const std::string config = WriteConfig(Hook("hook", hook), /*group_wait_ms=*/1000,
+                                         "'" + std::string(FAULTLINE_SOURCE_DIR) + "/rules'");
+  Daemon agent({"run", "-c", config});
+  ASSERT_TRUE(Eventually([&] { return Ready(); })) << agent.Stderr();
+  Append("train.log",
+         "[rank11]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.35 GiB. GPU 3 "
+         "has a total capacity of 63.42 GiB of which 1.70 GiB is free.\n"
+         "    [rank7]:[E816 01:45:40.183009389 ProcessGroupNCCL.cpp:607] [Rank 7] Watchdog caught "
+         "collective operation timeout: WorkNCCL(SeqNum=80078, OpType=BROADCAST, NumelIn=5056, "
+         "NumelOut=5056, Timeout(ms)=600000) ran for 600026 milliseconds before timing out.\n"
+         "    [rank3]:[E816 01:45:40.212150935 ProcessGroupNCCL.cpp:607] [Rank 3] Watchdog caught "
+         "collective operation timeout: WorkNCCL(SeqNum=80078, OpType=ALLREDUCE, "
+         "NumelIn=2106881, NumelOut=2106881, Timeout(ms)=600000) ran for 600013 milliseconds "
+         "before timing out.\n");
+  ASSERT_TRUE(hook.WaitFor(1)) << agent.Stderr();
+  // The watchdog rule labels its signature with the collective: one per op here.
+  const auto watchdog_matches = [&] {
+    std::istringstream metrics(Metrics());
+    double total = 0;
+    for (std::string line; std::getline(metrics, line);) {
+      if (line.starts_with("faultline_signature_matches_total{") &&
+          line.find("distributed.nccl.watchdog_timeout") != std::string::npos) {
+        total += std::stod(line.substr(line.rfind(' ') + 1));
+      }
+    }
+    return total;
+  };
+  ASSERT_TRUE(Eventually([&] { return watchdog_matches() == 2; })) << "the consequences count";
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  ASSERT_EQ(1u, hook.count()) << "no message of the consequences' own";
+  const json body = Body(hook.requests()[0]);
+  ASSERT_EQ(1u, body["alerts"].size()) << body.dump();
+  EXPECT_EQ("gpu.cuda.out_of_memory", body["signature"]);
+  EXPECT_EQ(json({"distributed.nccl.watchdog_timeout{op=BROADCAST}",
+                  "distributed.nccl.watchdog_timeout{op=ALLREDUCE}"}),
+            body["consequences"]);
+}
+
+}  // namespace
+}  // namespace faultline

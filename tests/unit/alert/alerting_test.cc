@@ -3,9 +3,13 @@
 #include "agent/alert/alerting.h"
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "tests/support/http_receiver.h"
 
@@ -80,7 +84,8 @@ class AlertingTest : public ::testing::Test {
     alerting_->OnBatch(1, "ci", batch, first, true);
   }
 
-  void RunUntil(const std::function<bool()>& done, std::chrono::seconds limit = std::chrono::seconds(20)) {
+  void RunUntil(const std::function<bool()>& done,
+                std::chrono::seconds limit = std::chrono::seconds(20)) {
     const auto deadline = std::chrono::steady_clock::now() + limit;
     while (!done() && std::chrono::steady_clock::now() < deadline) {
       io_.restart();
@@ -88,9 +93,7 @@ class AlertingTest : public ::testing::Test {
     }
   }
 
-  std::string Metrics() {
-    return prometheus::TextSerializer().Serialize(registry_.Collect());
-  }
+  std::string Metrics() { return prometheus::TextSerializer().Serialize(registry_.Collect()); }
 
   Rule rule_;
   Rule other_;
@@ -122,7 +125,8 @@ TEST_F(AlertingTest, VersionsFromTheSameBatchAndLinesAfterTheHitReachThePayload)
   ASSERT_EQ(2u, body["context_after"].size());
   EXPECT_EQ("[ERROR] Unable to pre-compile async_io", body["context_after"][0]);
   EXPECT_EQ("token=[REDACTED]", body["context_after"][1]) << "secrets never leave the host";
-  EXPECT_NE(Metrics().find("faultline_alert_events_total{kind=\"regression\"} 1"), std::string::npos);
+  EXPECT_NE(Metrics().find("faultline_alert_events_total{kind=\"regression\"} 1"),
+            std::string::npos);
 }
 
 // A fleet-wide fix that arrives with a reload: the webhook (even one that asks for resolved)
@@ -167,7 +171,8 @@ TEST_F(AlertingTest, GroupWaitBatchesOneRunIntoOneMessage) {
   AddReceiver("hook", hook);
   config_.alerts.group_wait_ms = 300;
   Start();
-  Feed({"a", "b", "c"}, 1, {Event(rule_, 1, "LNK1181 aio.lib"), Event(other_, 2, "CUDA out of memory")});
+  Feed({"a", "b", "c"}, 1,
+       {Event(rule_, 1, "LNK1181 aio.lib"), Event(other_, 2, "CUDA out of memory")});
   Feed({"CUDA out of memory"}, 4, {Event(other_, 4, "CUDA out of memory")});
   RunUntil([&] { return hook.count() == 1; });
   io_.restart();
@@ -178,6 +183,102 @@ TEST_F(AlertingTest, GroupWaitBatchesOneRunIntoOneMessage) {
   EXPECT_EQ("new", body["alerts"][0]["kind"]);
   EXPECT_EQ("t.oom", body["alerts"][1]["signature"]);
   EXPECT_EQ(2, body["alerts"][1]["count"]) << "a repeat while waiting updates the count";
+}
+
+// Root cause and consequences: one rank's OOM, then the watchdog timeouts and torchrun's summary
+// it causes. Receivers hear of the OOM once, naming the rest; the consequences still count.
+class ConsequenceAlertingTest : public AlertingTest {
+ protected:
+  void SetUp() override {
+    AlertingTest::SetUp();
+    watchdog_.id = "t.watchdog";
+    watchdog_.title = "NCCL watchdog timeout";
+    watchdog_.severity = Severity::kError;
+    watchdog_.role = RuleRole::kSymptom;
+    child_.id = "t.child_failed";
+    child_.title = "ChildFailedError";
+    child_.severity = Severity::kError;
+    child_.role = RuleRole::kSymptom;
+    child_.consequence_of = {"t.oom", "t.watchdog"};
+    rules_ = {rule_, other_, watchdog_, child_};
+    config_.alerts.group_wait_ms = 300;
+  }
+  std::vector<json> Alerts(const TestReceiver& hook) {
+    std::vector<json> alerts;
+    for (const auto& request : hook.requests()) {
+      const json body = json::parse(request.body);
+      for (const json& a : body["alerts"]) alerts.push_back(a);
+    }
+    return alerts;
+  }
+  void Settle() {
+    io_.restart();
+    io_.run_for(std::chrono::milliseconds(500));
+  }
+  Rule watchdog_;
+  Rule child_;
+};
+
+TEST_F(ConsequenceAlertingTest, TheRootCauseIsNotifiedOnceNamingItsConsequences) {
+  TestReceiver hook;
+  AddReceiver("hook", hook);
+  Start();
+  Feed({"oom", "wd", "wd", "child"}, 1,
+       {Event(other_, 1, "CUDA out of memory"), Event(watchdog_, 2, "Watchdog caught collective"),
+        Event(watchdog_, 3, "Watchdog caught collective"), Event(child_, 4, "ChildFailedError")});
+  RunUntil([&] { return hook.count() == 1; });
+  Settle();
+  const std::vector<json> alerts = Alerts(hook);
+  ASSERT_EQ(1u, alerts.size()) << hook.requests()[0].body;
+  EXPECT_EQ("t.oom", alerts[0]["signature"]);
+  EXPECT_EQ(json({"t.watchdog", "t.child_failed"}), alerts[0]["consequences"]);
+  const std::string metrics = Metrics();
+  EXPECT_NE(std::string::npos, metrics.find("signature=\"t.watchdog\""))
+      << "consequences still count";
+}
+
+TEST_F(ConsequenceAlertingTest, ASymptomNothingExplainsIsNotifiedAndExplainsTheSymptomsAfterIt) {
+  TestReceiver hook;
+  AddReceiver("hook", hook);
+  Start();
+  Feed({"wd", "child"}, 1,
+       {Event(watchdog_, 1, "Watchdog caught collective"), Event(child_, 2, "ChildFailedError")});
+  RunUntil([&] { return hook.count() == 1; });
+  Settle();
+  const std::vector<json> alerts = Alerts(hook);
+  ASSERT_EQ(1u, alerts.size());
+  EXPECT_EQ("t.watchdog", alerts[0]["signature"]);
+  EXPECT_EQ(json({"t.child_failed"}), alerts[0]["consequences"]);
+}
+
+TEST_F(ConsequenceAlertingTest, AConsequencePrintedBeforeItsCauseGoesUnderItWithinGroupWait) {
+  TestReceiver hook;
+  AddReceiver("hook", hook);
+  Start();
+  Feed({"wd"}, 1, {Event(watchdog_, 1, "Watchdog caught collective")});
+  Feed({"oom"}, 2, {Event(other_, 2, "CUDA out of memory")});
+  RunUntil([&] { return hook.count() == 1; });
+  Settle();
+  const std::vector<json> alerts = Alerts(hook);
+  ASSERT_EQ(1u, alerts.size());
+  EXPECT_EQ("t.oom", alerts[0]["signature"]);
+  EXPECT_EQ(json({"t.watchdog"}), alerts[0]["consequences"]);
+}
+
+TEST_F(ConsequenceAlertingTest, OnlyTheSameRunExplains) {
+  TestReceiver hook;
+  AddReceiver("hook", hook);
+  Start();
+  Feed({"oom"}, 1, {Event(other_, 1, "CUDA out of memory")});
+  alerting_->OnFinding(Event(watchdog_, 1, "Watchdog caught collective", /*stream=*/2));
+  RunUntil([&] { return hook.count() == 2; });
+  Settle();
+  std::set<std::string> signatures;
+  for (const json& a : Alerts(hook)) {
+    signatures.insert(a["signature"].get<std::string>());
+    EXPECT_EQ(json::array(), a["consequences"]);
+  }
+  EXPECT_EQ((std::set<std::string>{"t.oom", "t.watchdog"}), signatures);
 }
 
 TEST_F(AlertingTest, ResolvedGoesOnlyToReceiversThatAskForIt) {

@@ -1,6 +1,7 @@
 #include "agent/alert/alertmanager_body.h"
 
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
 
 #include "tests/unit/alert/alert_test_items.h"
@@ -31,6 +32,19 @@ TEST(AlertmanagerBodyTest, LabelsNameTheFailureAndAnnotationsCarryWhatChanges) {
   EXPECT_EQ("2026-09-30T12:00:02.000Z", alerts[0]["startsAt"])
       << "a regression fires anew: it starts at its occurrence, not at the first one";
   EXPECT_EQ("2026-10-01T12:00:02.000Z", alerts[0]["endsAt"]);
+}
+
+TEST(AlertmanagerBodyTest, ConsequencesAreAnAnnotationNotALabel) {
+  AlertItem item = RegressionItem();
+  EXPECT_FALSE(
+      json::parse(RenderAlertmanagerAlerts(OneItemNotification(item)))[0]["annotations"].contains(
+          "consequences"));
+  item.consequences = {"distributed.nccl.watchdog_timeout{op=BROADCAST}",
+                       "distributed.elastic.child_failed"};
+  const json alert = json::parse(RenderAlertmanagerAlerts(OneItemNotification(item)))[0];
+  EXPECT_EQ("distributed.nccl.watchdog_timeout{op=BROADCAST}, distributed.elastic.child_failed",
+            alert["annotations"]["consequences"]);
+  EXPECT_FALSE(alert["labels"].contains("consequences")) << "labels make the alert's identity";
 }
 
 TEST(AlertmanagerBodyTest, ResolvedEndsNowAndTestAlertsAreTheirOwn) {

@@ -1,8 +1,8 @@
 #include "agent/alert/slack_message.h"
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "agent/alert/text_budget.h"
@@ -56,7 +56,8 @@ json ParseWithinLimits(const std::string& rendered) {
         }
       }
     } else if (type == "context") {
-      for (const json& e : block.at("elements")) total += CodePoints(e.at("text").get<std::string>());
+      for (const json& e : block.at("elements"))
+        total += CodePoints(e.at("text").get<std::string>());
     } else {
       EXPECT_EQ("divider", type);
     }
@@ -79,6 +80,16 @@ TEST(SlackMessageTest, OneRegressionHasHeaderFactsExcerptAndFix) {
   EXPECT_NE(all.find("C:/ci/build-8812.log:812"), std::string::npos);
   const std::string text = message["text"];
   EXPECT_NE(text.find("REGRESSION: deepspeed.async_io.windows_link{lib=aio}"), std::string::npos);
+}
+
+TEST(SlackMessageTest, TheConsequencesOfARootCauseAreNamed) {
+  AlertItem item = RegressionItem();
+  EXPECT_EQ(RenderSlackMessage(OneItemNotification(item)).find("Consequences"), std::string::npos);
+  item.consequences = {"distributed.nccl.watchdog_timeout", "distributed.elastic.child_failed"};
+  const std::string all = ParseWithinLimits(RenderSlackMessage(OneItemNotification(item))).dump();
+  EXPECT_NE(all.find("*Consequences*"), std::string::npos);
+  EXPECT_NE(all.find("distributed.nccl.watchdog_timeout"), std::string::npos);
+  EXPECT_NE(all.find("distributed.elastic.child_failed"), std::string::npos);
 }
 
 TEST(SlackMessageTest, AHundredKilobyteExcerptStillRendersWithinEveryLimit) {
