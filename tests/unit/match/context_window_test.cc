@@ -20,8 +20,9 @@
 
 #include "agent/match/stream_matcher.h"
 #include "agent/rules/rule_loader.h"
-#include "tests/unit/match/seen_findings.h"
 #include "tests/support/prerequisite.h"
+#include "tests/unit/match/corpus_logs.h"
+#include "tests/unit/match/seen_findings.h"
 
 namespace faultline {
 namespace {
@@ -244,19 +245,16 @@ std::vector<std::string> ReadLines(const std::filesystem::path& path) {
 }
 
 TEST(ContextWindow, TheRulePackOnTheCorpusDecidesAsWhenEveryLineIsMatched) {
-  const std::filesystem::path source(FAULTLINE_SOURCE_DIR);
-  const std::filesystem::path corpus = source.parent_path() / "shared" / "corpus";
-  FAULTLINE_REQUIRE(std::filesystem::is_directory(corpus), "no corpus at " << corpus);
-  auto rules = LoadRules({(source / "rules").string()});
+  FAULTLINE_REQUIRE(std::filesystem::is_directory(CorpusDir()), "no corpus at " << CorpusDir());
+  auto rules = LoadRules({BundledRulesDir().string()});
   ASSERT_TRUE(rules.ok()) << FormatErrors(rules.errors());
   const auto windowed = Compile(rules.value(), true);
   const auto everywhere = Compile(rules.value(), false);
   ASSERT_GT(windowed->patterns().window_tiers(), 0u);
   size_t files = 0;
   size_t findings = 0;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(corpus)) {
-    if (!entry.is_regular_file() || entry.path().extension() != ".log") continue;
-    const auto lines = ReadLines(entry.path());
+  for (const auto& path : CorpusLogPaths()) {
+    const auto lines = ReadLines(path);
     const auto expected = ScanEverywhere(everywhere, lines);
     findings += expected.size();
     ++files;
@@ -264,7 +262,7 @@ TEST(ContextWindow, TheRulePackOnTheCorpusDecidesAsWhenEveryLineIsMatched) {
       const auto seed = static_cast<uint32_t>(files);
       EXPECT_EQ("", FirstDifference(Sorted(expected),
                                     Sorted(ScanInRandomBatches(windowed, lines, seed, max_batch))))
-          << entry.path() << ", batches up to " << max_batch << " lines";
+          << path << ", batches up to " << max_batch << " lines";
     }
   }
   EXPECT_GT(files, 50u);

@@ -21,6 +21,7 @@
 #include "agent/match/stream_pipeline.h"
 #include "agent/rules/rule_loader.h"
 #include "tests/support/prerequisite.h"
+#include "tests/unit/match/corpus_logs.h"
 #include "tests/unit/match/seen_findings.h"
 
 namespace faultline {
@@ -66,32 +67,16 @@ Scanned Scan(const std::shared_ptr<const RuleSet>& rules, const std::string& tex
   return out;
 }
 
-std::string ReadFile(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 class MatchAheadOnTheCorpus : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::filesystem::path source(FAULTLINE_SOURCE_DIR);
-    const std::filesystem::path corpus = source.parent_path() / "shared" / "corpus";
-    FAULTLINE_REQUIRE(std::filesystem::is_directory(corpus), "no corpus at " << corpus);
-    auto loaded = LoadRules({(source / "rules").string()});
+    FAULTLINE_REQUIRE(std::filesystem::is_directory(CorpusDir()), "no corpus at " << CorpusDir());
+    auto loaded = LoadRules({BundledRulesDir().string()});
     ASSERT_TRUE(loaded.ok()) << FormatErrors(loaded.errors());
     auto compiled = RuleSet::Compile(std::move(loaded).value(), "", {});
     ASSERT_TRUE(compiled.ok()) << FormatErrors(compiled.errors());
     rules_ = compiled.value();
-    std::vector<std::filesystem::path> paths;
-    for (const auto& entry : std::filesystem::recursive_directory_iterator(corpus)) {
-      if (entry.is_regular_file() && entry.path().extension() == ".log") {
-        paths.push_back(entry.path());
-      }
-    }
-    std::sort(paths.begin(), paths.end());
-    for (const auto& path : paths) logs_.push_back(ReadFile(path));
+    for (const auto& path : CorpusLogPaths()) logs_.push_back(ReadWholeFile(path));
   }
 
   std::shared_ptr<const RuleSet> rules_;

@@ -11,9 +11,7 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -23,6 +21,7 @@
 #include "agent/rules/pattern_syntax.h"
 #include "agent/rules/rule_loader.h"
 #include "tests/support/prerequisite.h"
+#include "tests/unit/match/corpus_logs.h"
 
 namespace faultline {
 namespace {
@@ -45,10 +44,8 @@ std::vector<PatternSet::Hit> Re2LineByLine(const LineBatch& batch, const RE2::Se
 }
 
 TEST(PatternSetOnTheCorpus, EveryBatchAtEveryAlignmentFindsWhatRe2FindsLineByLine) {
-  const std::filesystem::path source(FAULTLINE_SOURCE_DIR);
-  const std::filesystem::path corpus = source.parent_path() / "shared" / "corpus";
-  FAULTLINE_REQUIRE(std::filesystem::is_directory(corpus), "no corpus at " << corpus);
-  auto loaded = LoadRules({(source / "rules").string()});
+  FAULTLINE_REQUIRE(std::filesystem::is_directory(CorpusDir()), "no corpus at " << CorpusDir());
+  auto loaded = LoadRules({BundledRulesDir().string()});
   ASSERT_TRUE(loaded.ok()) << FormatErrors(loaded.errors());
   // Context patterns matched on every line too, so Match covers every pattern of the pack.
   auto compiled = RuleSet::Compile(std::move(loaded).value(), "", {}, /*window_context=*/false);
@@ -64,19 +61,8 @@ TEST(PatternSetOnTheCorpus, EveryBatchAtEveryAlignmentFindsWhatRe2FindsLineByLin
   }
   ASSERT_TRUE(set.Compile());
 
-  std::vector<std::filesystem::path> paths;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(corpus)) {
-    if (entry.is_regular_file() && entry.path().extension() == ".log")
-      paths.push_back(entry.path());
-  }
-  std::sort(paths.begin(), paths.end());
   std::string corpus_text;
-  for (const auto& path : paths) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    corpus_text += text.str();
-  }
+  for (const auto& path : CorpusLogPaths()) corpus_text += ReadWholeFile(path);
   // The corpus over and over, so each of its lines also falls at many places in a batch.
   std::string all;
   while (all.size() < 40 * StreamPipeline::kBatchBytes) all += corpus_text;
