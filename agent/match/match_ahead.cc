@@ -62,6 +62,12 @@ MatchAhead::Slot* MatchAhead::Oldest() {
 }
 
 void MatchAhead::Release(Slot* slot) {
+  // A slot keeps the buffers of an ordinary batch; one that held huge lines gives them back, so
+  // idle slots never hold more than a few ordinary batches' worth.
+  if (slot->batch.capacity_bytes() > kRetainedSlotBytes) {
+    slot->batch = LineBatch();
+    std::vector<PatternSet::Hit>().swap(slot->hits);
+  }
   slot->batch.Clear();
   free_.push_back(slot);
 }

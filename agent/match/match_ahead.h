@@ -10,7 +10,8 @@
 //
 // Use: Acquire() an empty batch, fill it, Submit() it; Oldest() gives back the oldest submitted
 // batch once matched, in submission order; Release() returns it to the pool. At most `depth`
-// batches are out at once, so memory stays at depth batches (about depth x 64 KiB).
+// batches are out at once; StreamPipeline also bounds the bytes out (kMaxBytesAhead), and a
+// released slot keeps at most kRetainedSlotBytes, so huge lines do not cost one copy per slot.
 //
 // Ownership: the PatternSet must outlive the MatchAhead; each worker owns its MatchScratch.
 // Threading: Acquire, Submit, Oldest and Release are called from one thread, the stream's;
@@ -36,6 +37,8 @@ namespace faultline {
 
 class MatchAhead {
  public:
+  // Buffers a released slot may keep (a 64 KiB batch needs ~64 KiB; a batch of huge lines more).
+  static constexpr size_t kRetainedSlotBytes = 256 * 1024;
   // A batch and, once matched, its primary hits.
   struct Slot {
     LineBatch batch;

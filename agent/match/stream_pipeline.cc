@@ -75,6 +75,9 @@ void StreamPipeline::MatchBatch() {
     batch_.Clear();
     return;
   }
+  while (ahead_->submitted() > 0 && bytes_ahead_ + batch_.bytes() > kMaxBytesAhead) {
+    SettleOldestAhead();
+  }
   MatchAhead::Slot* slot = ahead_->Acquire();
   while (slot == nullptr) {
     SettleOldestAhead();
@@ -86,6 +89,7 @@ void StreamPipeline::MatchBatch() {
   // The slot's batch is empty, with buffers kept from an earlier batch: framing goes on in it.
   std::swap(slot->batch, batch_);
   lines_ahead_ += slot->batch.size();
+  bytes_ahead_ += slot->batch.bytes();
   ahead_->Submit(slot);
 }
 
@@ -93,6 +97,7 @@ void StreamPipeline::SettleOldestAhead() {
   MatchAhead::Slot* slot = ahead_->Oldest();
   const uint64_t first_line = matcher_.lines_seen() + 1;
   lines_ahead_ -= slot->batch.size();
+  bytes_ahead_ -= slot->batch.bytes();
   matcher_.ProcessMatched(slot->batch, slot->hits, *scratch_);
   if (observer_ != nullptr) observer_->OnBatch(slot->batch, first_line, /*matched=*/true);
   ahead_->Release(slot);

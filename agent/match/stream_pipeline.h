@@ -40,6 +40,10 @@ class StreamPipeline {
   // Large enough to amortise a scan call, small enough that the batch stays in L2 cache while
   // Vectorscan and RE2 read it: 64 KiB scanned fastest of 32 KiB .. 1 MiB on the CI machine.
   static constexpr size_t kBatchBytes = 64 * 1024;
+  // With match-ahead, at most this many bytes of framed lines wait in slots (more only when one
+  // batch alone is larger): batches of huge lines are matched one or two at a time, so a log of
+  // 64 MiB lines costs a few of them in memory, not one per slot.
+  static constexpr size_t kMaxBytesAhead = 2 * 1024 * 1024;
 
   // `origin`, when given, names the stream on every finding and must outlive the pipeline.
   // `resume`, when given, continues a stream from a checkpoint: the first byte fed is the byte at
@@ -102,6 +106,7 @@ class StreamPipeline {
   BatchObserver* observer_ = nullptr;
   MatchAhead* ahead_ = nullptr;
   uint64_t lines_ahead_ = 0;  // lines in batches handed to ahead_ and not settled yet
+  size_t bytes_ahead_ = 0;    // their bytes
 };
 
 }  // namespace faultline
