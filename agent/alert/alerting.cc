@@ -388,7 +388,10 @@ void Alerting::OnFinding(const FindingEvent& event) {
     AddConsequence(run_key, *cause, event.signature);
   } else {
     Raise(events, &event, now);
-    if (run != nullptr) AdoptConsequences(run_key, *run, *rule, event.signature, event.severity);
+    // Only an item just routed can take in earlier symptoms: a repeat finds them taken already.
+    if (run != nullptr && !events.empty()) {
+      AdoptConsequences(run_key, *run, *rule, event.signature, event.severity);
+    }
   }
   if (run != nullptr && run->causes.size() < kMaxCausesPerRun) {
     const bool known = std::any_of(run->causes.begin(), run->causes.end(),
@@ -438,26 +441,26 @@ void Alerting::AdoptConsequences(const std::string& run_key, Run& run, const Rul
                                    [&](const AlertItem& i) { return i.signature == signature; });
     if (root == group.items.end()) continue;  // this receiver does not take it
     const size_t root_index = static_cast<size_t>(root - group.items.begin());
-    std::vector<AlertItem> kept;
-    std::vector<Waiting> kept_where;
+    const Run only_this_cause{.causes = {Cause{rule.id, signature, severity}}};
     std::vector<std::string> adopted;
+    std::vector<bool> explained(group.items.size(), false);
     for (size_t i = 0; i < group.items.size(); ++i) {
       const AlertItem& item = group.items[i];
       const Rule* symptom = RuleOf(item.rule_id);
-      const bool explained =
-          i != root_index && symptom != nullptr &&
-          (item.kind == AlertKind::kNew || item.kind == AlertKind::kRegression ||
-           item.kind == AlertKind::kRecurrence) &&
-          ExplainedBy(Run{.causes = {Cause{rule.id, signature, severity}}}, *symptom, item.severity)
-              .has_value();
-      if (explained) {
-        adopted.push_back(item.signature);
-        continue;
-      }
-      kept.push_back(item);
-      kept_where.push_back(group.where[i]);
+      explained[i] = i != root_index && symptom != nullptr &&
+                     (item.kind == AlertKind::kNew || item.kind == AlertKind::kRegression ||
+                      item.kind == AlertKind::kRecurrence) &&
+                     ExplainedBy(only_this_cause, *symptom, item.severity).has_value();
+      if (explained[i]) adopted.push_back(item.signature);
     }
     if (adopted.empty()) continue;
+    std::vector<AlertItem> kept;
+    std::vector<Waiting> kept_where;
+    for (size_t i = 0; i < group.items.size(); ++i) {
+      if (explained[i]) continue;
+      kept.push_back(std::move(group.items[i]));
+      kept_where.push_back(group.where[i]);
+    }
     for (AlertItem& item : kept) {
       if (item.signature != signature) continue;
       for (const std::string& s : adopted) {
