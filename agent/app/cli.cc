@@ -73,6 +73,12 @@ std::shared_ptr<const RuleSet> LoadRuleSetOrReport(const std::vector<std::string
     std::cerr << "faultline: rule load failed with " << rules.errors().size() << " error(s)\n";
     return nullptr;
   }
+  if (rules.value().empty()) {
+    std::string where;
+    for (const std::string& p : paths) where += (where.empty() ? "" : ", ") + p;
+    std::cerr << "faultline: no rules loaded (" << where << ")"
+              << ": nothing is named, only unrecognised errors are found\n";
+  }
   Result<std::shared_ptr<const RuleSet>> set = RuleSet::Compile(std::move(rules).value(),
                                                                DatabaseCache::DefaultDir(),
                                                                watch_patterns);

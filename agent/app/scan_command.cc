@@ -29,7 +29,9 @@ Diagnoses finished logs (or standard input, named -) against the rule pack and p
 failure found: what it is, how many lines matched, where it first appeared, its root cause and fix.
 
 Options:
-  --rules DIR          rule folder or file to use instead of the bundled pack (repeatable)
+  --rules DIR          rule folder or file to use instead of the bundled pack (repeatable);
+                       an empty folder or `--rules none` loads no rules, so only the
+                       unrecognised errors are listed (discovery on its own)
   --format text|json   report for people (default) or one JSON object for machines
   --max-line-bytes N   cut lines longer than N bytes (default 1048576)
   --threads N          threads matching ahead of the reader (default: the CPUs this process may

@@ -28,7 +28,8 @@ SIGINT, SIGTERM and SIGHUP are passed on to CMD. For CI: `faultline watch -- pip
 Options:
   -c, --config FILE   use FILE's rules and framing; with http.listen set, serve /metrics while
                       CMD runs. The config's sources are not read.
-  --rules DIR         rule folder or file instead of the bundled pack (repeatable)
+  --rules DIR         rule folder or file instead of the bundled pack (repeatable); an empty
+                      folder or `--rules none` loads no rules (discovery only)
   --json              print the diagnosis as JSON (scan's schema) instead of text
   -h, --help          this help
 

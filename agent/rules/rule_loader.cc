@@ -451,6 +451,7 @@ Result<std::vector<Rule>> LoadRules(const std::vector<std::string>& paths) {
   std::vector<std::string> files;
   for (const std::string& path : paths) {
     std::error_code ec;
+    if (path == kNoRulesPath) continue;
     if (fs::is_directory(path, ec)) {
       for (auto it = fs::recursive_directory_iterator(path, ec);
            !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
@@ -507,11 +508,6 @@ Result<std::vector<Rule>> LoadRules(const std::vector<std::string>& paths) {
                              "duplicate rule id, first defined at " + it->second->file + ":" +
                                  std::to_string(it->second->line)});
     }
-  }
-  if (rules.empty() && errors.empty()) {
-    std::string where;
-    for (const auto& p : paths) where += (where.empty() ? "" : ", ") + p;
-    errors.push_back(Error{where, 0, "", "", "no rule files (*.yaml, *.yml) found"});
   }
   if (!errors.empty()) return errors;
   return rules;

@@ -18,7 +18,12 @@
 
 namespace faultline {
 
-// Loads every rule file under `paths` (files or folders).
+// The rule path that names no rules at all (`--rules none`): discovery alone, nothing named.
+inline constexpr std::string_view kNoRulesPath = "none";
+
+// Loads every rule file under `paths` (files or folders). A folder without rule files, or
+// kNoRulesPath, adds no rules and is no error: a load may yield none. A path that does not exist
+// is an error, so a misspelt folder is never taken for an empty one.
 Result<std::vector<Rule>> LoadRules(const std::vector<std::string>& paths);
 
 // A package name as PEP 503 normalises it: lower case, each run of '-', '_', '.' one '-'

@@ -120,6 +120,31 @@ TEST_F(Unrecognised, ScanJsonHasThemWithTheirFirstOccurrence) {
             nlohmann::json::parse(again.out)["unrecognised"][0]["template_id"]);
 }
 
+// Discovery on its own: an empty rule folder, or `--rules none`, loads no rule, so every error
+// line of the log is unrecognised, the CUDA OOM too; a folder that does not exist stays an error.
+TEST_F(Unrecognised, ScanWithNoRulesListsEveryErrorAsUnrecognised) {
+  std::filesystem::create_directories(Path("empty"));
+  for (const std::string& rules : {Path("empty"), std::string("none")}) {
+    const auto r =
+        RunFaultline({"scan", "--format", "json", "--rules", rules, Path("train.log")});
+    ASSERT_EQ(0, r.exit_code) << rules << ": " << r.err;
+    EXPECT_THAT(r.err, HasSubstr("no rules loaded")) << rules;
+    const auto doc = nlohmann::json::parse(r.out);
+    EXPECT_TRUE(doc["findings"].empty()) << r.out;
+    EXPECT_EQ(4u, doc["unrecognised_lines"]) << r.out;
+    std::string templates;
+    for (const auto& t : doc["unrecognised"]) templates += t["template"].get<std::string>() + "\n";
+    EXPECT_THAT(templates, HasSubstr("CUDA out of memory")) << rules;
+    EXPECT_THAT(templates, HasSubstr("ShardCorruptError")) << rules;
+    const auto failing =
+        RunFaultline({"scan", "--fail-on-unrecognised", "--rules", rules, Path("train.log")});
+    EXPECT_EQ(1, failing.exit_code) << failing.err;
+  }
+  const auto missing = RunFaultline({"scan", "--rules", Path("no-such-folder"), Path("train.log")});
+  EXPECT_EQ(2, missing.exit_code);
+  EXPECT_THAT(missing.err, HasSubstr("no such rule file or folder"));
+}
+
 TEST_F(Unrecognised, CountForTheExitStatusOnlyWhenAsked) {
   Write("crash.log", "step 1\nSegmentation fault (core dumped)\n");
   const auto plain = RunFaultline({"scan", "--rules", Path("rules"), Path("crash.log")});
