@@ -36,6 +36,12 @@ constexpr std::size_t kMaxItemsPerNotification = 100;
 constexpr std::size_t kMaxCausesPerRun = 32;
 // Consequences named on one item; more are still counted by their own signatures.
 constexpr std::size_t kMaxConsequencesPerItem = 20;
+// How long a failure that may have consequences waits for them (alerting.h, "Consequences"):
+// a tool prints its summary (pip's "Command errored out", torchrun's ChildFailedError, an abort)
+// within a few lines and milliseconds of the cause. Bounds the latency this adds to
+// group_wait_ms 0; a larger group_wait_ms makes it moot.
+constexpr uint64_t kConsequenceLines = 10;
+constexpr int64_t kConsequenceWaitMs = 250;
 
 // Whether a finding of `cause` at `cause_severity` may explain one of `symptom` at
 // `severity`: the symptom's rule names it, and a lesser finding does not explain a failure
@@ -248,6 +254,9 @@ void Alerting::OnBatch(uint64_t stream_id, const std::string& source_id, const L
     Run& run = runs_[stream_id];
     run.job = source_id;
     run.lines = true;
+    run.last_line = std::max(run.last_line, first_line + batch.size() - 1);
+    // Items held for their consequences may go now that lines came after them.
+    ScheduleFlush();
   }
   if (!matched) {
     if (watcher_->empty()) return;
@@ -333,6 +342,7 @@ void Alerting::OnStreamEnd(uint64_t stream_id) {
   if (it == runs_.end()) return;
   const Run run = std::move(it->second);
   runs_.erase(it);
+  ScheduleFlush();  // nothing more comes after the items held for consequences
   if (!runs_tracked_ || !run.lines || run.failed) return;
   std::vector<LifecycleEvent> events;
   const int64_t now = clock_();
@@ -591,10 +601,36 @@ void Alerting::Route(const AlertItem& item, const std::string& group_key, uint64
       ++g.more;
       continue;
     }
+    Waiting where{stream_id, hit_line};
+    if (stream_id != 0 &&
+        (item.kind == AlertKind::kNew || item.kind == AlertKind::kRegression ||
+         item.kind == AlertKind::kRecurrence)) {
+      if (const Rule* rule = RuleOf(item.rule_id); rule != nullptr && MayHaveConsequences(*rule)) {
+        where.hold_through_line = hit_line + kConsequenceLines;
+        where.hold_until_ms = now + kConsequenceWaitMs;
+      }
+    }
     g.items.push_back(item);
-    g.where.push_back(Waiting{stream_id, hit_line});
+    g.where.push_back(where);
   }
   if (group) ScheduleFlush();
+}
+
+bool Alerting::MayHaveConsequences(const Rule& cause) const {
+  return std::any_of(rules_.begin(), rules_.end(), [&](const auto& entry) {
+    return entry.second->role == RuleRole::kSymptom && IsConsequenceOf(*entry.second, cause);
+  });
+}
+
+int64_t Alerting::DueOf(const Group& g, int64_t now) const {
+  int64_t due = g.due_ms;
+  for (const Waiting& w : g.where) {
+    if (w.hold_until_ms <= now || w.hold_until_ms <= due) continue;
+    const auto run = runs_.find(w.stream_id);
+    if (run == runs_.end() || run->second.last_line >= w.hold_through_line) continue;
+    due = w.hold_until_ms;
+  }
+  return due;
 }
 
 void Alerting::UpdateWaitingCounts(const std::string& signature) {
@@ -613,9 +649,9 @@ void Alerting::UpdateWaitingCounts(const std::string& signature) {
 
 void Alerting::ScheduleFlush() {
   if (groups_.empty()) return;
-  int64_t due = INT64_MAX;
-  for (const auto& [key, g] : groups_) due = std::min(due, g.due_ms);
   const int64_t now = clock_();
+  int64_t due = INT64_MAX;
+  for (const auto& [key, g] : groups_) due = std::min(due, DueOf(g, now));
   if (due <= now) {
     // After the batch in hand: one read's worth of lines makes one message.
     if (flush_posted_) return;
@@ -639,7 +675,7 @@ void Alerting::ScheduleFlush() {
 void Alerting::FlushDue(bool all) {
   const int64_t now = clock_();
   for (auto it = groups_.begin(); it != groups_.end();) {
-    if (!all && it->second.due_ms > now) {
+    if (!all && DueOf(it->second, now) > now) {
       ++it;
       continue;
     }

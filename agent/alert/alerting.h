@@ -15,6 +15,10 @@
 //   notification; another occurrence of a signature already waiting only updates its counts, so
 //   10,000 identical lines are one message that says 10,000. group_wait_ms 0 still groups what
 //   one read brought (the flush runs after the batch).
+// - Consequences: a new failure that some loaded symptom rule could name as its cause waits, even
+//   past group_wait, until kConsequenceLines more lines of its stream were matched, the stream
+//   ended or kConsequenceWaitMs passed, so that pip's summary or an abort printed a few lines
+//   after the cause goes under it instead of in a message of its own.
 // - Routing: a receiver takes an item by its kind and severity (Receiver::Takes); muted items go
 //   nowhere (the tracker counts them); `resolved` only to receivers that opt in.
 // - Delivery: see outbox.h and http_delivery.h. A receiver found gone (404 no_service, 410) is
@@ -192,11 +196,16 @@ class Alerting {
     std::string job;
     bool lines = false;
     bool failed = false;
+    uint64_t last_line = 0;  // the last line matched so far
     std::deque<Cause> causes;  // its first failures, oldest first, at most kMaxCausesPerRun
   };
   struct Waiting {
     uint64_t stream_id = 0;
     uint64_t hit_line = 0;
+    // Held for its consequences (see "Consequences" above) until its stream's last matched line
+    // reaches hold_through_line or the clock hold_until_ms; 0: not held.
+    uint64_t hold_through_line = 0;
+    int64_t hold_until_ms = 0;
   };
   // Items for one target from one run, waiting out group_wait.
   struct Group {
@@ -226,6 +235,10 @@ class Alerting {
   // the same run's symptoms it explains leave their groups and are named on its item instead.
   void AdoptConsequences(const std::string& run_key, Run& run, const Rule& rule,
                          const std::string& signature, Severity severity);
+  // Whether a loaded symptom rule can name `cause` as its cause.
+  bool MayHaveConsequences(const Rule& cause) const;
+  // When `g` may go: its group_wait, or later while an item is held for its consequences.
+  int64_t DueOf(const Group& g, int64_t now) const;
   void ScheduleFlush();
   void FlushDue(bool all);
   void Enqueue(const std::string& target, Notification n);

@@ -617,5 +617,102 @@ TEST_F(AlertsTest, TheRootCauseIsNotifiedOnceNamingTheFailuresItCaused) {
             body["consequences"]);
 }
 
+// Issue 19: a root cause and the failures it causes a few lines later, with the bundled pack and
+// group_wait_ms 0, are one message that names the consequences, whether the lines arrive in one
+// read or each in a read of its own. Each case is a pair the pack audit found (a tool's summary
+// or abort printed after the cause).
+TEST_F(AlertsTest, ACauseAndTheFailuresItCausesAreOneMessageEvenWithNoGroupWait) {
+  struct Case {
+    std::string lines;
+    std::string root;
+    std::vector<std::string> consequences;  // named on the root's message
+    // Consequences that settle only once the stream is quiet (pip's summary waits out its
+    // context window): counted, and never a message of their own.
+    std::vector<std::string> counted_only = {};
+  };
+  const std::vector<Case> cases = {
+      {"Collecting deepspeed\n"
+       "  Downloading deepspeed-0.9.2.tar.gz (779 kB)\n"
+       "  Preparing metadata (setup.py) ... error\n"
+       "    test.c\n"
+       "    LINK : fatal error LNK1181: cannot open input file 'aio.lib'\n"
+       "     [ERROR]  Unable to pre-compile async_io\n"
+       "    ERROR: Command errored out with exit status 1: python setup.py egg_info Check the "
+       "logs for full command output.\n",
+       "deepspeed.async_io.windows_link{lib=aio}",
+       {"deepspeed.async_io.precompile_failed{op=async_io}"},
+       {"deepspeed.pip.build_failed"}},
+      {"    RuntimeError: Cuda extensions are being compiled with a version of Cuda that does "
+       "not match the version used to compile Pytorch binaries.  Pytorch binaries were compiled "
+       "with Cuda 10.0.130.\n"
+       "    Running setup.py install for apex ... error\n",
+       "build.apex.cuda_mismatch", {"build.apex.build_failed"}},
+  };
+  for (const bool line_by_line : {false, true}) {
+    for (size_t c = 0; c < cases.size(); ++c) {
+      SCOPED_TRACE((line_by_line ? "line by line, case " : "one write, case ") +
+                   std::to_string(c));
+      TestReceiver hook;
+      const std::string config = WriteConfig(Hook("hook", hook), /*group_wait_ms=*/0,
+                                             "'" + std::string(FAULTLINE_SOURCE_DIR) + "/rules'");
+      Daemon agent({"run", "-c", config});
+      ASSERT_TRUE(Eventually([&] { return Ready(); }, std::chrono::seconds(60)))
+          << agent.Stderr();
+      const std::string file = "build-" + std::to_string(c) + ".log";
+      if (line_by_line) {
+        // Each line in a read of its own: the agent has read it before the next is written.
+        std::istringstream in(cases[c].lines);
+        int written = 0;
+        for (std::string line; std::getline(in, line);) {
+          Append(file, line + "\n");
+          ++written;
+          ASSERT_TRUE(Eventually([&] {
+            return testing::Sample(Metrics(), "faultline_lines_total{source=\"ci\"}") >= written;
+          })) << Metrics();
+        }
+      } else {
+        Append(file, cases[c].lines);
+      }
+      ASSERT_TRUE(hook.WaitFor(1)) << agent.Stderr();
+      // Every consequence was matched and counted (its own series, as any finding's).
+      const auto consequences_counted = [&] {
+        std::istringstream metrics(Metrics());
+        std::set<std::string> counted;
+        for (std::string line; std::getline(metrics, line);) {
+          if (!line.starts_with("faultline_signature_matches_total{") || line.ends_with(" 0")) {
+            continue;
+          }
+          for (const auto* list : {&cases[c].consequences, &cases[c].counted_only}) {
+            for (const std::string& s : *list) {
+              if (line.find("signature=\"" + s.substr(0, s.find('{')) + "\"") !=
+                  std::string::npos) {
+                counted.insert(s);
+              }
+            }
+          }
+        }
+        return counted.size() == cases[c].consequences.size() + cases[c].counted_only.size();
+      };
+      ASSERT_TRUE(Eventually(consequences_counted)) << Metrics();
+      // A second message would be on its way by now: the agent's queue is empty.
+      ASSERT_TRUE(Eventually([&] {
+        return Metrics().find("faultline_notification_queue_depth{receiver=\"hook\"} 0") !=
+               std::string::npos;
+      })) << Metrics();
+      ASSERT_EQ(1u, hook.count()) << "one message for the cause and its consequences";
+      const json body = Body(hook.requests()[0]);
+      ASSERT_EQ(1u, body["alerts"].size()) << body.dump();
+      EXPECT_EQ(cases[c].root, body["signature"]) << body.dump();
+      EXPECT_EQ("new", body["kind"]);
+      EXPECT_EQ(json(cases[c].consequences), body["consequences"]) << body.dump();
+      agent.Stop(SIGTERM);
+      // The next case starts from a new store: its signatures are `new` again.
+      std::filesystem::remove_all(dir_ + "/state");
+      std::filesystem::remove_all(dir_ + "/logs");
+      std::filesystem::create_directories(dir_ + "/logs");
+    }
+  }
+}
+
 }  // namespace
 }  // namespace faultline
