@@ -1,5 +1,5 @@
 // Webhook signing: the headers that let a receiver check that a request came from this agent and
-// was not replayed (alerting.md section 6).
+// was not replayed (docs/alerting.md section 6).
 //
 // Standard Webhooks v1.0.0: the signed content is `${webhook-id}.${webhook-timestamp}.${body}`,
 // signed with HMAC-SHA256 under the base64-decoded secret (`whsec_` + base64); the

@@ -244,7 +244,7 @@ TEST_F(AlertsTest, VersionStoryFixedIn0150Then0142IsNoRegressionThen0151IsOne) {
   EXPECT_THAT(listed.out, HasSubstr("deepspeed.async_io.windows_link{lib=aio}"));
 }
 
-// alerting.md section 7, behaviours 1 and 2, with the real rule pack.
+// docs/alerting.md section 7, behaviours 1 and 2, with the real rule pack.
 TEST_F(AlertsTest, FourLocalisedLinesAreOneSignatureAndOneNewAndCufileIsAnother) {
   TestReceiver hook;
   const std::string config =
