@@ -3,7 +3,7 @@
 // out group_wait, written in the same checkpoint transaction as the stream offsets and counters
 // of the same lines.
 //
-// What that gives (issue 9; alerting.md section 7, behaviours 7 and 8):
+// What that gives (issue 9; docs/alerting.md section 7, behaviours 7 and 8):
 // - `new` exactly once: a signature's record (announced) commits together with the offsets of the
 //   lines that raised it, so a restart from the checkpoint either re-reads those lines with no
 //   record (and raises `new` again, whose first message was never sent, see below) or finds the

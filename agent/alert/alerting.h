@@ -1,4 +1,4 @@
-// Alerting: the alert side of the agent (DESIGN.md section 5): it takes the owned events of
+// Alerting: the alert side of the agent (docs/design.md section 5): it takes the owned events of
 // findings and the batches of every stream, keeps the signature lifecycle, and turns its events
 // into notifications that it delivers, durably, to the configured receivers.
 //

@@ -1,5 +1,5 @@
 // RenderAlertmanagerAlerts: a Notification as the body of Alertmanager's `POST /api/v2/alerts`
-// (a JSON array of postableAlert; alerting.md sections 1.5 and 8.2).
+// (a JSON array of postableAlert; docs/alerting.md sections 1.5 and 8.2).
 //
 // Alertmanager identifies an alert by its label set, so only what names the failure is a label:
 // alertname="FaultlineSignature", signature (the full key), rule, the rule's own bounded labels

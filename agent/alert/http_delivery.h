@@ -1,5 +1,5 @@
 // HttpDelivery: sends notification requests with libcurl on a thread of its own and hands each
-// result back to the event loop (DESIGN.md section 1: blocking work off the loop, results back
+// result back to the event loop (docs/design.md section 1: blocking work off the loop, results back
 // with post).
 //
 // One curl multi handle drives every transfer at once, so a receiver that hangs holds only its

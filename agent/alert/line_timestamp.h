@@ -1,5 +1,6 @@
 // ParseLineTimestamp: the time a log line says it was written, so that a line replayed or shipped
-// late is judged by when it happened, not when it arrived (alerting.md section 7, behaviour 4).
+// late is judged by when it happened, not when it arrived (docs/alerting.md section 7,
+// behaviour 4).
 //
 // Recognised near the start of the line (within its first kSearchBytes, after prefixes such as
 // `[rank0]:` or `INFO `):

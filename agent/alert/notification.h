@@ -25,7 +25,7 @@
 
 namespace faultline {
 
-// The lifecycle events (DESIGN.md section 5) and the agent's own messages about itself.
+// The lifecycle events (docs/design.md section 5) and the agent's own messages about itself.
 enum class AlertKind {
   kNew,               // first occurrence ever
   kRegression,        // an occurrence newer than a fix

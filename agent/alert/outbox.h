@@ -1,6 +1,6 @@
 // Outbox: every notification from the moment it is made until it is delivered or given up on,
 // per target (a receiver, or one URL of an Alertmanager receiver), with the delivery state of
-// each (alerting.md section 7, behaviours 8-11).
+// each (docs/alerting.md section 7, behaviours 8-11).
 //
 // - Durable first: an entry is sent only once it is durable (the state store committed the
 //   checkpoint holding it; MarkDurable). A crash before that loses the entry together with the

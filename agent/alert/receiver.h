@@ -1,5 +1,5 @@
 // Receiver: one delivery target built from an `alerts.receivers[]` entry: which notifications it
-// takes, and the HTTP request that carries one (alerting.md sections 5, 6 and 8).
+// takes, and the HTTP request that carries one (docs/alerting.md sections 5, 6 and 8).
 //
 //   slack         Block Kit JSON (slack_message.h) to an incoming-webhook URL.
 //   webhook       the JSON body of webhook_body.h, signed per Standard Webhooks (webhook-id =

@@ -1,5 +1,5 @@
 // RedactSecrets: removes credentials from log text before it leaves the host in a notification
-// (DESIGN.md section 5). Build and training logs print them more often than anyone wants: a
+// (docs/design.md section 5). Build and training logs print them more often than anyone wants: a
 // `pip install` from a private index with the password in the URL, a `curl -H "Authorization:
 // Bearer ..."` echoed by `set -x`, an `HF_TOKEN=hf_...` in a dumped environment.
 //

@@ -1,4 +1,4 @@
-// RetryPolicy: what to do after one delivery attempt (alerting.md section 7, behaviour 10).
+// RetryPolicy: what to do after one delivery attempt (docs/alerting.md section 7, behaviour 10).
 //
 //   2xx                                   done.
 //   429                                   pause the whole receiver (not just this message) for

@@ -1,5 +1,6 @@
 // SignatureRecord, FixRecord, MuteRecord: what the agent remembers about every signature it has
-// seen (DESIGN.md section 5), persisted in the state store and shown by `faultline signatures`.
+// seen (docs/design.md section 5), persisted in the state store and shown by
+// `faultline signatures`.
 //
 // A fix applies to a selector: an exact signature (`rule.id{lib=aio}`) or a rule id, which covers
 // every signature of the rule, including ones not seen yet (a `fixes:` entry shipped to a fleet).

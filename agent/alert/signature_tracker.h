@@ -1,5 +1,6 @@
-// SignatureTracker: the lifecycle of every signature (DESIGN.md section 5; alerting.md section 7,
-// behaviours 3-7, 13-15). It turns occurrences into the events people are told about:
+// SignatureTracker: the lifecycle of every signature (docs/design.md section 5;
+// docs/alerting.md section 7, behaviours 3-7, 13-15). It turns occurrences into the events
+// people are told about:
 //
 //   new         the first failure of a signature, ever: once, across restarts and re-reads, as
 //               long as the records are persisted (the state store) with the offsets that cover

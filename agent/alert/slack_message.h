@@ -1,5 +1,5 @@
 // RenderSlackMessage: a Notification as the JSON body of a Slack incoming-webhook request, in
-// Block Kit with a text fallback (alerting.md sections 5.1 and 8.3).
+// Block Kit with a text fallback (docs/alerting.md sections 5.1 and 8.3).
 //
 // Slack rejects a message that breaks its limits (invalid_blocks, msg_blocks_too_long), so the
 // rendering keeps them by construction, whatever the log text: a header of at most 150

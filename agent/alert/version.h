@@ -1,5 +1,5 @@
 // Version: package versions as logs print them, parsed and ordered so that "is this occurrence
-// newer than the fix?" has one answer (alerting.md section 7, behaviours 3 and 5).
+// newer than the fix?" has one answer (docs/alerting.md section 7, behaviours 3 and 5).
 //
 // Two schemes are understood:
 //   - PEP 440, the versions of Python packages (deepspeed, torch): epoch `1!`, release `0.14.0`,

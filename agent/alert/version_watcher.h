@@ -1,5 +1,5 @@
 // VersionWatcher: the lines a stream prints that are not failures but matter to the lifecycle,
-// found in every batch before it is matched (alerting.md section 7, behaviours 3 and 5):
+// found in every batch before it is matched (docs/alerting.md section 7, behaviours 3 and 5):
 //   - package versions: `Successfully installed deepspeed-0.14.2 torch-2.3.1+cu121`,
 //     `Collecting deepspeed==0.15.1`, ds_report's `deepspeed info ....... 0.14.2`,
 //     `torch 2.3.1+cu121`. Which lines say a version is data in the rule folders

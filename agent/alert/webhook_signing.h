@@ -1,5 +1,5 @@
 // Webhook signing: the headers that let a receiver check that a request came from this agent and
-// was not replayed (alerting.md section 6).
+// was not replayed (docs/alerting.md section 6).
 //
 // Standard Webhooks v1.0.0: the signed content is `${webhook-id}.${webhook-timestamp}.${body}`,
 // signed with HMAC-SHA256 under the base64-decoded secret (`whsec_` + base64); the
@@ -40,7 +40,8 @@ std::string StandardWebhookSignatureHeader(const std::vector<std::string>& keys,
 // `sha256=<hex>`: the X-Hub-Signature-256 value for `secret` (used as given, not decoded).
 std::string GithubSignature256(std::string_view secret, std::string_view body);
 
-// The building blocks, exposed for receivers in tests and for the verifier sample in README.
+// The building blocks, exposed for receivers in tests and for the verifier sample in
+// docs/alerts.md.
 std::string HmacSha256(std::string_view key, std::string_view data);
 std::string Base64Encode(std::string_view bytes);
 std::optional<std::string> Base64Decode(std::string_view text);

@@ -1,4 +1,4 @@
-// Agent: the daemon behind `faultline run`. It wires the stages of DESIGN.md together on one
+// Agent: the daemon behind `faultline run`. It wires the stages of docs/design.md together on one
 // Asio event loop: sources (file tailers, sockets) -> framing and matching (one StreamPipeline
 // per stream) -> the finding fan-out (metrics first; the lifecycle tracker and alert policy are
 // added to the same fan-out; owned events feed the latest hit per signature and the per-signature

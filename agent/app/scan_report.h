@@ -11,8 +11,9 @@
 // or worse, with its rank and host when the log says them.
 // After the findings come the unrecognised errors, when the scan ran discovery (ShowUnrecognised):
 // error lines no rule explained, one entry per template (agent/discover/discovery.h).
-// Rendering is for people (text) or machines (JSON, schema in README.md); every log byte that
-// reaches either is sanitised to valid UTF-8 with control characters escaped. Not thread-safe.
+// Rendering is for people (text) or machines (JSON, schema in docs/commands.md); every log byte
+// that reaches either is sanitised to valid UTF-8 with control characters escaped. Not
+// thread-safe.
 #ifndef FAULTLINE_APP_SCAN_REPORT_H_
 #define FAULTLINE_APP_SCAN_REPORT_H_
 

@@ -1,5 +1,5 @@
 // Error cues: the generic shapes by which discovery recognises an error line that no rule named.
-// Each is documented here and in README.md ("Unrecognised errors"); none names a library.
+// Each is documented here and in docs/unrecognised.md; none names a library.
 //
 //   python_exception  the exception line that ends a Python traceback: after
 //                     `Traceback (most recent call last):`, the first line (with the same prefix,

@@ -1,5 +1,5 @@
 // StreamState: everything about one stream that a checkpoint saves and a restart restores, as one
-// value (DESIGN.md section 1).
+// value (docs/design.md section 1).
 //
 // Two positions matter. `read` is how far the stream was read and matched. `committed` is the
 // first byte not yet fully matched: the start of the earliest line whose fate is still open (a

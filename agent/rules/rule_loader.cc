@@ -407,7 +407,7 @@ constexpr size_t kFilesPerParseThread = 16;
 bool IsRuleFile(const fs::path& p) {
   const std::string ext = p.extension().string();
   // *.versions.yaml beside the rules are data for learning package versions from lines
-  // (agent/alert/version_patterns.h), not rules.
+  // (agent/alert/version_watcher.h), not rules.
   return (ext == ".yaml" || ext == ".yml") && !IsVersionPatternFile(p.string());
 }
 

@@ -1,5 +1,5 @@
 // Metrics: the agent's Prometheus metrics, in a prometheus-cpp Registry that the HTTP server
-// serves through Serialize() (DESIGN.md section 6).
+// serves through Serialize() (docs/design.md section 6).
 //
 // Everything that can be registered up front is registered when rules are bound: one
 // faultline_signature_matches_total child per rule at 0 (so `increase()` and absence alerts work

@@ -1,5 +1,5 @@
 // SignatureLabels: turns the raw label captures of a finding into the bounded labels of its
-// signature (a rule id plus its bounded labels, DESIGN.md section 5), the same way for every
+// signature (a rule id plus its bounded labels, docs/design.md section 5), the same way for every
 // stage that names a signature: metrics, the owned finding events, and later the tracker.
 //
 // A capture is sanitised to valid UTF-8 and cut to kMaxLabelValueBytes; an empty capture becomes

@@ -1,7 +1,7 @@
 // StateStore: the agent's durable state, one SQLite database (state.dir/faultline.db, WAL mode)
 // that several components share, each through tables of its own.
 //
-// The seam for every component that persists something (DESIGN.md section 1):
+// The seam for every component that persists something (docs/design.md section 1):
 // - A component implements StateParticipant: a stable name, the version of its tables, its
 //   migrations, how it reads its tables back at start, and what it writes at each checkpoint.
 //   The stream positions and the counters are participants (state/stream_states.h,

@@ -2,7 +2,7 @@
 # installs, uses and purges it). It holds what `cmake --install` installs (the binary in
 # /usr/bin, the pack in /usr/share/faultline/rules, the documented example config and its logs)
 # plus, in the `package` component that a plain `cmake --install` leaves out, what only makes
-# sense at /: the config in /etc/faultline/ (a conffile), the systemd unit, and the README.
+# sense at /: the config in /etc/faultline/ (a conffile), the systemd unit, the README and docs/.
 # postinst creates the `faultline` system user; postrm --purge removes it and the agent's state.
 include(GNUInstallDirs)
 install(FILES ${CMAKE_SOURCE_DIR}/deploy/debian/faultline.yaml
@@ -10,6 +10,9 @@ install(FILES ${CMAKE_SOURCE_DIR}/deploy/debian/faultline.yaml
 install(FILES ${CMAKE_SOURCE_DIR}/deploy/systemd/faultline.service
         DESTINATION lib/systemd/system COMPONENT package EXCLUDE_FROM_ALL)
 install(FILES ${CMAKE_SOURCE_DIR}/README.md
+        DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT package EXCLUDE_FROM_ALL)
+# The README's links point into docs/, so the documentation goes beside it.
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/docs
         DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT package EXCLUDE_FROM_ALL)
 
 set(CPACK_GENERATOR DEB)

@@ -49,7 +49,8 @@ echo "== contents"
 dpkg-deb --contents "$deb" | awk '{print $6}' | sed 's|^\./|/|' >"$out/files"
 for f in /usr/bin/faultline /etc/faultline/faultline.yaml /usr/lib/systemd/system/faultline.service \
          /usr/share/faultline/rules/README.md /usr/share/faultline/config/faultline.yaml \
-         /usr/share/faultline/examples/logs/nccl_job.log /usr/share/doc/faultline/README.md; do
+         /usr/share/faultline/examples/logs/nccl_job.log /usr/share/doc/faultline/README.md \
+         /usr/share/doc/faultline/docs/design.md; do
   grep -qx "$f" "$out/files" || fail "$f is not in the package"
 done
 echo "$(grep -c '^/usr/share/faultline/rules/.*\.yaml$' "$out/files") rule files"

@@ -1,4 +1,4 @@
-// The alert lifecycle and the outbox across restarts (alerting.md section 7, behaviours 7, 8
+// The alert lifecycle and the outbox across restarts (docs/alerting.md section 7, behaviours 7, 8
 // and 19; issue 9): the real binary, its state store on disk, SIGTERM and kill -9, and real HTTP
 // receivers on loopback that the tests start, stop and script (tests/support/http_receiver.h).
 #include <gmock/gmock.h>

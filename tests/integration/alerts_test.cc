@@ -244,7 +244,7 @@ TEST_F(AlertsTest, VersionStoryFixedIn0150Then0142IsNoRegressionThen0151IsOne) {
   EXPECT_THAT(listed.out, HasSubstr("deepspeed.async_io.windows_link{lib=aio}"));
 }
 
-// alerting.md section 7, behaviours 1 and 2, with the real rule pack.
+// docs/alerting.md section 7, behaviours 1 and 2, with the real rule pack.
 TEST_F(AlertsTest, FourLocalisedLinesAreOneSignatureAndOneNewAndCufileIsAnother) {
   TestReceiver hook;
   const std::string config =
@@ -403,7 +403,7 @@ TEST_F(AlertsTest, AlertTestPrintsStatusAndBodyAndFailsOnARefusal) {
   EXPECT_THAT(refused.out, HasSubstr("invalid_payload"));
 }
 
-// One build shipping its log the way the README shows (`make 2>&1 | nc -N agent 5170`): a
+// One build shipping its log the way docs/alerts.md shows (`make 2>&1 | nc -N agent 5170`): a
 // connection is a run of the source's job, and it ends when the sender closes.
 bool ShipRun(uint16_t port, const std::string& text) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);

@@ -6,7 +6,7 @@ namespace faultline {
 namespace {
 
 TEST(WebhookSigningTest, StandardWebhooksSpecVector) {
-  // standard-webhooks libraries/python/tests/test_webhooks.py (alerting.md section 6.2).
+  // standard-webhooks libraries/python/tests/test_webhooks.py (docs/alerting.md section 6.2).
   std::string why;
   const auto key = ParseWebhookSecret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", &why);
   ASSERT_TRUE(key.has_value()) << why;
@@ -44,7 +44,7 @@ TEST(WebhookSigningTest, SecretsThatDoNotDecodeOrAreTooShortAreRefused) {
 }
 
 TEST(WebhookSigningTest, GithubVector) {
-  // docs.github.com "Validating webhook deliveries" (alerting.md section 6.1).
+  // docs.github.com "Validating webhook deliveries" (docs/alerting.md section 6.1).
   EXPECT_EQ("sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17",
             GithubSignature256("It's a Secret to Everybody", "Hello, World!"));
 }
