@@ -255,8 +255,15 @@ void Alerting::OnBatch(uint64_t stream_id, const std::string& source_id, const L
     run.job = source_id;
     run.lines = true;
     run.last_line = std::max(run.last_line, first_line + batch.size() - 1);
-    // Items held for their consequences may go now that lines came after them.
-    ScheduleFlush();
+    // Items of this stream held for their consequences may go now that lines came after them
+    // (only then: re-arming the timer on every batch of a busy stream is waste).
+    const bool held = std::any_of(groups_.begin(), groups_.end(), [&](const auto& entry) {
+      return std::any_of(entry.second.where.begin(), entry.second.where.end(),
+                         [&](const Waiting& w) {
+                           return w.stream_id == stream_id && w.hold_through_line != 0;
+                         });
+    });
+    if (held) ScheduleFlush();
   }
   if (!matched) {
     if (watcher_->empty()) return;
