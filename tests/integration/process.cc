@@ -223,15 +223,4 @@ uint16_t FreePort() {
   return acceptor.local_endpoint().port();
 }
 
-bool Eventually(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  auto backoff = std::chrono::milliseconds(5);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(backoff);
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(100));
-  }
-  return true;
-}
-
 }  // namespace faultline::testing

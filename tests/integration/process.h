@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/wait.h"  // Eventually
+
 namespace faultline::testing {
 
 struct Completed {
@@ -69,10 +71,6 @@ double Sample(const std::string& metrics, const std::string& series, double abse
 
 // A TCP port that was free a moment ago.
 uint16_t FreePort();
-
-// Calls `done` until it returns true or `timeout` passes; never a fixed sleep.
-bool Eventually(const std::function<bool()>& done,
-                std::chrono::milliseconds timeout = std::chrono::seconds(20));
 
 // A fresh temporary folder for one test, removed by the caller's fixture.
 std::string TempDir(const std::string& name);
