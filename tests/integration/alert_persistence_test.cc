@@ -71,6 +71,7 @@ class AlertPersistenceTest : public testing::AgentFolderTest {
     AgentFolderTest::SetUp();
     WriteFile("rules/t.yaml", kRules);
     WriteFile("rules/t.versions.yaml", kVersions);
+    WriteFile("logs/tick.log", "");  // Checkpointed's, followed from the start
   }
 
   // One webhook receiver `hook` at `url`; checkpoints every 100 ms.
@@ -132,13 +133,33 @@ class AlertPersistenceTest : public testing::AgentFolderTest {
       ids.push_back(requests[i].header("webhook-id"));
     return ids;
   }
-  // Waits until the agent has read `signature` `n` times, then a moment more for what it would
-  // send about it.
-  void SettleAt(const std::string& signature, double n, Daemon& agent,
-                const std::string& severity = "error") {
+  // Waits until the agent has read `signature` `n` times.
+  void MatchedAt(const std::string& signature, double n, Daemon& agent,
+                 const std::string& severity = "error") {
     ASSERT_TRUE(Eventually([&] { return Matches(signature, severity) == n; }))
         << signature << ": " << Matches(signature, severity) << agent.Stderr();
+  }
+  // MatchedAt, then a moment more for what it would send about it: for a test that then checks
+  // that nothing more was sent.
+  void SettleAt(const std::string& signature, double n, Daemon& agent,
+                const std::string& severity = "error") {
+    MatchedAt(signature, n, agent, severity);
     std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  }
+  // Checkpoints the agent wrote (faultline_checkpoint_duration_seconds_count; -1: no answer).
+  double Checkpoints() {
+    return testing::Sample(Metrics(), "faultline_checkpoint_duration_seconds_count");
+  }
+  // Returns once everything the agent did before the call is in a checkpoint on disk, so that a
+  // kill -9 right after loses none of it: instead of sleeping for "a few checkpoints". The agent
+  // answers /metrics and writes checkpoints on its one loop, so a checkpoint counted after
+  // `before` was read collected its state after that moment. Only a checkpoint with something to
+  // write is counted, so a line for no rule is appended to logs/tick.log to make sure one comes.
+  void Checkpointed(Daemon& agent) {
+    const double before = Checkpoints();
+    ASSERT_GE(before, 0) << agent.Stderr();
+    Append("tick.log", "tick\n");
+    ASSERT_TRUE(Eventually([&] { return Checkpoints() > before; })) << agent.Stderr();
   }
 
   // The lines of the most frequent unrecognised template (0: none yet).
@@ -169,7 +190,9 @@ TEST_F(AlertPersistenceTest, NewIsAnnouncedOnceAcrossSigtermKillNineAndAReReadFr
     EXPECT_EQ(1u, hook.count()) << "no second new after SIGTERM and a re-read from 0";
     Append("train.log", "Watchdog caught collective operation timeout\n");
     ASSERT_TRUE(hook.WaitFor(2)) << agent.Stderr();
-    SettleAt("t.nccl", 1, agent, "critical");
+    MatchedAt("t.nccl", 1, agent, "critical");
+    ASSERT_TRUE(Eventually([&] { return QueueDepth() == 0; })) << agent.Stderr();  // delivered
+    Checkpointed(agent);
     agent.Stop(SIGKILL);
   }
   Rewrite("train.log");
@@ -199,8 +222,9 @@ TEST_F(AlertPersistenceTest, AFixSurvivesKillNineAndItsOneRegressionStaysRaised)
     const testing::Completed fixed =
         testing::RunFaultline({"fix", "t.aio", "--version", "0.15.0", "--note", "skip aio", "--by",
                                "alice", "-c", config});
+    // Its answer came once the checkpoint holding the fix committed (alert_routes.cc; AlertsTest.
+    // AdminMutationsSurviveKillNineRightAfterTheirAnswer): nothing to wait for.
     ASSERT_EQ(0, fixed.exit_code) << fixed.err;
-    std::this_thread::sleep_for(std::chrono::milliseconds(400));  // a few checkpoints
     agent.Stop(SIGKILL);
   }
   {
@@ -210,7 +234,9 @@ TEST_F(AlertPersistenceTest, AFixSurvivesKillNineAndItsOneRegressionStaysRaised)
     EXPECT_EQ(0u, hook.count()) << "0.14.2 is older than the fix: no regression";
     Append("new.log", "Collecting deepspeed==0.15.1\n" + failure);
     ASSERT_TRUE(hook.WaitFor(1)) << agent.Stderr();
-    SettleAt("t.aio", 2, agent);
+    MatchedAt("t.aio", 2, agent);
+    ASSERT_TRUE(Eventually([&] { return QueueDepth() == 0; })) << agent.Stderr();  // delivered
+    Checkpointed(agent);
     agent.Stop(SIGKILL);
   }
   {
@@ -244,7 +270,7 @@ TEST_F(AlertPersistenceTest, NotificationsQueuedForAReceiverThatIsDownSurviveKil
     ASSERT_TRUE(Eventually([&] { return QueueDepth() == 2; })) << agent.Stderr();
     Append("a.log", "Segmentation fault (core dumped)\n");
     ASSERT_TRUE(Eventually([&] { return QueueDepth() == 3; })) << agent.Stderr();
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a few checkpoints
+    Checkpointed(agent);
     agent.Stop(SIGKILL);
   }
   {
@@ -253,7 +279,7 @@ TEST_F(AlertPersistenceTest, NotificationsQueuedForAReceiverThatIsDownSurviveKil
     TestReceiver hook(hook_port);
     ASSERT_TRUE(hook.WaitFor(3)) << agent.Stderr();
     ASSERT_TRUE(Eventually([&] { return QueueDepth() == 0; }));
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // no delivery twice
     const std::vector<json> alerts = Alerts(hook);
     ASSERT_EQ(3u, alerts.size()) << "each once";
     EXPECT_EQ("t.cuda_oom", alerts[0]["signature"]);
@@ -262,6 +288,7 @@ TEST_F(AlertPersistenceTest, NotificationsQueuedForAReceiverThatIsDownSurviveKil
     for (const json& a : alerts) EXPECT_EQ("new", a["kind"]);
     const std::vector<std::string> ids = Ids(hook);
     EXPECT_EQ(3u, std::set<std::string>(ids.begin(), ids.end()).size());
+    Checkpointed(agent);  // the deliveries are on disk
     agent.Stop(SIGKILL);
     Daemon again({"run", "-c", config});
     ASSERT_TRUE(Eventually([&] { return Ready(); })) << again.Stderr();

@@ -6,7 +6,9 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +18,7 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include "agent/core/asio.h"
@@ -196,42 +199,57 @@ double Sample(const std::string& metrics, const std::string& series, double abse
   return absent;
 }
 
+namespace {
+
+// Claims `port` for this process: an exclusive flock(2) on kPortLockDir/<port>.lock. The
+// descriptor is left open on purpose, so the lock is held until this process exits, however it
+// exits (the kernel drops it, kill -9 included); close-on-exec, so the agents a test starts do not
+// hold it after the test is gone. False when another process holds it.
+bool ClaimAcrossProcesses(uint16_t port) {
+  static const bool dir_ready = [] {
+    mkdir(kPortLockDir, 01777);  // sticky and open to all, as /tmp: any user's tests may run
+    chmod(kPortLockDir, 01777);  // (umask took some bits off)
+    return true;
+  }();
+  (void)dir_ready;
+  const std::string path = std::string(kPortLockDir) + "/" + std::to_string(port) + ".lock";
+  const int fd = open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    close(fd);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 uint16_t FreePort() {
   // Below the kernel's ephemeral range: a port the kernel picked (bind to port 0) is the kind it
   // also gives to the next outgoing connection, which took one before the test's server bound it
-  // (Prometheus: "bind: address already in use"). Random, so concurrent tests rarely collide.
+  // (Prometheus: "bind: address already in use"). Random, so that test processes starting
+  // together rarely try the same port first.
   int ephemeral_low = 32768;
   std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> ephemeral_low;
   const int low = 10000;
   const int high = std::max(low + 1000, ephemeral_low);
   static std::mt19937 random(std::random_device{}() ^ static_cast<unsigned>(getpid()));
   // A port is free until the agent binds it, so two calls before the agent starts could both
-  // get it: a test's ports are never given twice.
+  // get it: a port is given once per process (`given`), and to one process at a time (its lock).
   static std::set<uint16_t> given;
   asio::io_context io;
-  for (int attempt = 0; attempt < 200; ++attempt) {
+  for (int attempt = 0; attempt < 1000; ++attempt) {
     const auto port =
         static_cast<uint16_t>(std::uniform_int_distribution<int>(low, high - 1)(random));
     if (!given.insert(port).second) continue;
+    if (!ClaimAcrossProcesses(port)) continue;
     asio::ip::tcp::acceptor acceptor(io);
     boost::system::error_code ec;
     acceptor.open(asio::ip::tcp::v4(), ec);
     if (!ec) acceptor.bind({asio::ip::make_address("127.0.0.1"), port}, ec);
     if (!ec) return port;
   }
-  asio::ip::tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
-  return acceptor.local_endpoint().port();
-}
-
-bool Eventually(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  auto backoff = std::chrono::milliseconds(5);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(backoff);
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(100));
-  }
-  return true;
+  throw std::runtime_error("FreePort: no free port claimed in 1000 tries");
 }
 
 }  // namespace faultline::testing

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/wait.h"  // Eventually
+
 namespace faultline::testing {
 
 struct Completed {
@@ -67,12 +69,14 @@ int HttpPost(uint16_t port, const std::string& path, const std::string& bearer_t
 // or `absent` when it is not there.
 double Sample(const std::string& metrics, const std::string& series, double absent = -1);
 
-// A TCP port that was free a moment ago.
+// A TCP port on 127.0.0.1 that was free a moment ago and that no other caller gets while this
+// process lives, in this process or any other: ctest runs each test in a process of its own, in
+// parallel, and the agent is told its port in its config before it binds it, so the port has to
+// be reserved across processes. Each port given is an flock(2) on kPortLockDir/<port>.lock that
+// this process holds until it exits (the kernel releases it, kill -9 included); a port another
+// process holds is skipped, as is one something else has bound. Throws when none is found.
+inline constexpr char kPortLockDir[] = "/tmp/faultline-test-ports";
 uint16_t FreePort();
-
-// Calls `done` until it returns true or `timeout` passes; never a fixed sleep.
-bool Eventually(const std::function<bool()>& done,
-                std::chrono::milliseconds timeout = std::chrono::seconds(20));
 
 // A fresh temporary folder for one test, removed by the caller's fixture.
 std::string TempDir(const std::string& name);

@@ -222,6 +222,10 @@ TEST_F(RestartTest, KillNineAtTwentyRandomMomentsUnderLogrotateCountsEveryLineOn
   {
     Daemon first({"run", "-c", config});
     WaitUntilServing(first);
+    // Its first checkpoint records the source: the next agent resumes app.log, not at its end.
+    ASSERT_TRUE(Eventually([&] {
+      return Counted(Metrics(), "faultline_checkpoint_duration_seconds_count") >= 1;
+    })) << first.Stderr();
     first.Stop(SIGKILL);
   }
 

@@ -98,12 +98,7 @@ std::size_t TestReceiver::count() const {
 }
 
 bool TestReceiver::WaitFor(std::size_t n, std::chrono::milliseconds timeout) const {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (count() >= n) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return count() >= n;
+  return Eventually([&] { return count() >= n; }, timeout);
 }
 
 void TestReceiver::Stop() {

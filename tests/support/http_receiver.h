@@ -19,6 +19,8 @@
 #include <utility>
 #include <vector>
 
+#include "tests/support/wait.h"
+
 namespace faultline::testing {
 
 struct ReceivedRequest {
@@ -63,7 +65,7 @@ class TestReceiver {
   std::vector<ReceivedRequest> requests() const;
   std::size_t count() const;
   // Waits until at least `n` requests arrived; false on timeout.
-  bool WaitFor(std::size_t n, std::chrono::milliseconds timeout = std::chrono::seconds(20)) const;
+  bool WaitFor(std::size_t n, std::chrono::milliseconds timeout = kWaitDeadline) const;
 
   void Stop();
 

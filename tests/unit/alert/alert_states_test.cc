@@ -10,11 +10,13 @@
 
 #include "agent/state/state_store.h"
 #include "tests/support/http_receiver.h"
+#include "tests/support/wait.h"
 
 namespace faultline {
 namespace {
 
 using nlohmann::json;
+using testing::RunUntil;
 using testing::ScriptedResponse;
 using testing::TestReceiver;
 
@@ -94,12 +96,6 @@ class AlertStatesTest : public ::testing::Test {
     io_.restart();
     io_.run_for(d);
   }
-  bool RunUntil(const std::function<bool()>& done) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (!done() && std::chrono::steady_clock::now() < deadline)
-      RunFor(std::chrono::milliseconds(10));
-    return done();
-  }
 
   std::filesystem::path dir_;
   Rule rule_;
@@ -123,7 +119,7 @@ TEST_F(AlertStatesTest, NothingIsSentBeforeTheCheckpointAndNewIsOnceAcrossAResta
   EXPECT_TRUE(asked) << "the outbox asks for a checkpoint";
   EXPECT_EQ(0u, hook.count()) << "not durable yet, not sent";
   ASSERT_TRUE(store_->Checkpoint().ok());
-  ASSERT_TRUE(RunUntil([&] { return hook.count() == 1; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return hook.count() == 1; }));
   EXPECT_EQ("new", json::parse(hook.requests()[0].body)["kind"]);
   RunFor(std::chrono::milliseconds(100));
   ASSERT_TRUE(store_->Checkpoint().ok());  // the delivery, so the restart does not send it again
@@ -147,7 +143,7 @@ TEST_F(AlertStatesTest, AQueuedNotificationIsSentByTheNextAgent) {
   AddReceiver(down);
   Open();
   alerting_->OnFinding(Event(7));
-  ASSERT_TRUE(RunUntil([&] { return down.count() >= 1; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return down.count() >= 1; }));
   ASSERT_TRUE(store_->Checkpoint().ok());
   Close();
 
@@ -156,7 +152,7 @@ TEST_F(AlertStatesTest, AQueuedNotificationIsSentByTheNextAgent) {
   // Counted before Open: the next agent may send at once, before the test reads the count.
   const std::size_t before = down.count();
   Open();
-  ASSERT_TRUE(RunUntil([&] { return down.count() == before + 1; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return down.count() == before + 1; }));
   RunFor(std::chrono::milliseconds(200));
   ASSERT_TRUE(store_->Checkpoint().ok());
   EXPECT_EQ(before + 1, down.count());

@@ -12,11 +12,13 @@
 #include <vector>
 
 #include "tests/support/http_receiver.h"
+#include "tests/support/wait.h"
 
 namespace faultline {
 namespace {
 
 using nlohmann::json;
+using testing::RunUntil;
 using testing::ScriptedResponse;
 using testing::TestReceiver;
 
@@ -84,15 +86,6 @@ class AlertingTest : public ::testing::Test {
     alerting_->OnBatch(1, "ci", batch, first, true);
   }
 
-  void RunUntil(const std::function<bool()>& done,
-                std::chrono::seconds limit = std::chrono::seconds(20)) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (!done() && std::chrono::steady_clock::now() < deadline) {
-      io_.restart();
-      io_.run_for(std::chrono::milliseconds(10));
-    }
-  }
-
   std::string Metrics() { return prometheus::TextSerializer().Serialize(registry_.Collect()); }
 
   Rule rule_;
@@ -114,7 +107,7 @@ TEST_F(AlertingTest, VersionsFromTheSameBatchAndLinesAfterTheHitReachThePayload)
         "LINK : fatal error LNK1181: cannot open input file 'aio.lib'",
         "[ERROR] Unable to pre-compile async_io", "token=ghp_1234567890abcdefghijABCDEFGHIJ123456"},
        10, {Event(rule_, 12, "LINK : fatal error LNK1181: cannot open input file 'aio.lib'")});
-  RunUntil([&] { return hook.count() == 1; });
+  ASSERT_TRUE(RunUntil(io_, [&] { return hook.count() == 1; }));
   ASSERT_EQ(1u, hook.count());
   const json body = json::parse(hook.requests()[0].body);
   EXPECT_EQ("regression", body["kind"]);
@@ -141,7 +134,7 @@ TEST_F(AlertingTest, AConfigFixAddedLaterResolvesTheAlertAtAlertmanagerOnly) {
   Start();
   Feed({"[ERROR] Unable to pre-compile async_io"}, 1,
        {Event(rule_, 1, "[ERROR] Unable to pre-compile async_io")});
-  RunUntil([&] { return hook.count() == 1 && am.count() == 1; });
+  ASSERT_TRUE(RunUntil(io_, [&] { return hook.count() == 1 && am.count() == 1; }));
   ASSERT_EQ(1u, am.count());
   const json fired = json::parse(am.requests()[0].body);
   EXPECT_EQ("new", fired[0]["annotations"]["kind"]);
@@ -153,7 +146,7 @@ TEST_F(AlertingTest, AConfigFixAddedLaterResolvesTheAlertAtAlertmanagerOnly) {
   config_.fixes.push_back(fix);
   alerting_->ApplyConfigFixes();
   alerting_->ApplyConfigFixes();  // a second reload with the same file adds nothing
-  RunUntil([&] { return am.count() == 2; });
+  ASSERT_TRUE(RunUntil(io_, [&] { return am.count() == 2; }));
   io_.restart();
   io_.run_for(std::chrono::milliseconds(200));
   ASSERT_EQ(2u, am.count());
@@ -174,7 +167,7 @@ TEST_F(AlertingTest, GroupWaitBatchesOneRunIntoOneMessage) {
   Feed({"a", "b", "c"}, 1,
        {Event(rule_, 1, "LNK1181 aio.lib"), Event(other_, 2, "CUDA out of memory")});
   Feed({"CUDA out of memory"}, 4, {Event(other_, 4, "CUDA out of memory")});
-  RunUntil([&] { return hook.count() == 1; });
+  ASSERT_TRUE(RunUntil(io_, [&] { return hook.count() == 1; }));
   io_.restart();
   io_.run_for(std::chrono::milliseconds(400));
   ASSERT_EQ(1u, hook.count());
@@ -226,7 +219,7 @@ TEST_F(ConsequenceAlertingTest, TheRootCauseIsNotifiedOnceNamingItsConsequences)
   Feed({"oom", "wd", "wd", "child"}, 1,
        {Event(other_, 1, "CUDA out of memory"), Event(watchdog_, 2, "Watchdog caught collective"),
         Event(watchdog_, 3, "Watchdog caught collective"), Event(child_, 4, "ChildFailedError")});
-  RunUntil([&] { return hook.count() == 1; });
+  ASSERT_TRUE(RunUntil(io_, [&] { return hook.count() == 1; }));
   Settle();
   const std::vector<json> alerts = Alerts(hook);
   ASSERT_EQ(1u, alerts.size()) << hook.requests()[0].body;
@@ -243,7 +236,7 @@ TEST_F(ConsequenceAlertingTest, ASymptomNothingExplainsIsNotifiedAndExplainsTheS
   Start();
   Feed({"wd", "child"}, 1,
        {Event(watchdog_, 1, "Watchdog caught collective"), Event(child_, 2, "ChildFailedError")});
-  RunUntil([&] { return hook.count() == 1; });
+  ASSERT_TRUE(RunUntil(io_, [&] { return hook.count() == 1; }));
   Settle();
   const std::vector<json> alerts = Alerts(hook);
   ASSERT_EQ(1u, alerts.size());
@@ -257,7 +250,7 @@ TEST_F(ConsequenceAlertingTest, AConsequencePrintedBeforeItsCauseGoesUnderItWith
   Start();
   Feed({"wd"}, 1, {Event(watchdog_, 1, "Watchdog caught collective")});
   Feed({"oom"}, 2, {Event(other_, 2, "CUDA out of memory")});
-  RunUntil([&] { return hook.count() == 1; });
+  ASSERT_TRUE(RunUntil(io_, [&] { return hook.count() == 1; }));
   Settle();
   const std::vector<json> alerts = Alerts(hook);
   ASSERT_EQ(1u, alerts.size());
@@ -271,7 +264,7 @@ TEST_F(ConsequenceAlertingTest, OnlyTheSameRunExplains) {
   Start();
   Feed({"oom"}, 1, {Event(other_, 1, "CUDA out of memory")});
   alerting_->OnFinding(Event(watchdog_, 1, "Watchdog caught collective", /*stream=*/2));
-  RunUntil([&] { return hook.count() == 2; });
+  ASSERT_TRUE(RunUntil(io_, [&] { return hook.count() == 2; }));
   Settle();
   std::set<std::string> signatures;
   for (const json& a : Alerts(hook)) {
@@ -289,9 +282,9 @@ TEST_F(AlertingTest, ResolvedGoesOnlyToReceiversThatAskForIt) {
   config_.alerts.group_wait_ms = 0;
   Start();
   Feed({"CUDA out of memory"}, 1, {Event(other_, 1, "CUDA out of memory")});
-  RunUntil([&] { return plain.count() == 1 && closing.count() == 1; });
+  ASSERT_TRUE(RunUntil(io_, [&] { return plain.count() == 1 && closing.count() == 1; }));
   ASSERT_TRUE(alerting_->Fix({"t.oom", "", "", "bob", FixOrigin::kApi}).ok());
-  RunUntil([&] { return closing.count() == 2; });
+  ASSERT_TRUE(RunUntil(io_, [&] { return closing.count() == 2; }));
   io_.restart();
   io_.run_for(std::chrono::milliseconds(200));
   EXPECT_EQ(1u, plain.count());
@@ -313,7 +306,7 @@ TEST_F(AlertingTest, AFloodOfNewSignaturesIsThreeMessagesThenADigestForSlack) {
     e.signature = "t.oom{gpu=" + std::to_string(run) + "}";
     alerting_->OnFinding(e);
   }
-  RunUntil([&] { return slack.count() >= 4; }, std::chrono::seconds(30));
+  ASSERT_TRUE(RunUntil(io_, [&] { return slack.count() >= 4; }, std::chrono::seconds(30)));
   io_.restart();
   io_.run_for(std::chrono::milliseconds(1500));
   ASSERT_EQ(4u, slack.count());
@@ -341,7 +334,7 @@ TEST_F(AlertingTest, TestNotificationsGoThroughThePipelineAndReportTheResult) {
                            status = last.status;
                          })
                   .ok());
-  RunUntil([&] { return !result.empty(); }, std::chrono::seconds(10));
+  ASSERT_TRUE(RunUntil(io_, [&] { return !result.empty(); }));
   EXPECT_EQ("hook HTTP 200", result);
   EXPECT_EQ(200, status);
   ASSERT_EQ(2u, hook.count()) << "retried after the 503";

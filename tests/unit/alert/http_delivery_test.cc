@@ -8,11 +8,13 @@
 
 #include "agent/alert/webhook_signing.h"
 #include "tests/support/http_receiver.h"
+#include "tests/support/wait.h"
 #include "tests/unit/alert/alert_test_items.h"
 
 namespace faultline {
 namespace {
 
+using testing::RunUntil;
 using testing::ScriptedResponse;
 using testing::TestReceiver;
 
@@ -41,16 +43,8 @@ class HttpDeliveryTest : public ::testing::Test {
     const uint64_t ticket = ++tickets_;
     delivery_.Send(HttpDelivery::Request{ticket, receiver.Prepare(n, 1790769605),
                                          receiver.connect_timeout_ms(), receiver.timeout_ms()});
-    RunUntil([&] { return outcomes_.contains(ticket); });
+    EXPECT_TRUE(RunUntil(io_, [&] { return outcomes_.contains(ticket); }));
     return outcomes_[ticket];
-  }
-  void RunUntil(const std::function<bool()>& done) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (!done() && std::chrono::steady_clock::now() < deadline) {
-      io_.restart();
-      io_.run_for(std::chrono::milliseconds(10));
-    }
-    ASSERT_TRUE(done());
   }
 
   asio::io_context io_;
@@ -105,7 +99,7 @@ TEST_F(HttpDeliveryTest, AHangingReceiverTimesOutAndDoesNotDelayAnother) {
   const Receiver fast = WebhookReceiver(healthy.url());
   delivery_.Send(HttpDelivery::Request{1, slow.Prepare(OneItemNotification(), 1), 500, 1500});
   delivery_.Send(HttpDelivery::Request{2, fast.Prepare(OneItemNotification(), 1), 500, 2000});
-  RunUntil([&] { return outcomes_.size() == 2; });
+  ASSERT_TRUE(RunUntil(io_, [&] { return outcomes_.size() == 2; }));
   EXPECT_EQ((std::vector<uint64_t>{2, 1}), order_) << "the healthy one first";
   EXPECT_EQ(DeliveryOutcome::Transport::kTimeout, outcomes_[1].transport);
   EXPECT_EQ(200, outcomes_[2].status);

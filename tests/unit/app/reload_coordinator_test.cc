@@ -10,6 +10,8 @@
 #include <fstream>
 #include <thread>
 
+#include "tests/support/wait.h"
+
 namespace faultline {
 namespace {
 
@@ -44,15 +46,9 @@ class ReloadCoordinatorTest : public ::testing::Test {
         },
         [this](const ReloadResult& r) { results_.push_back(r); }, std::move(loader));
   }
-  // Runs the loop until `n` results came, for at most 20 s.
+  // Runs the loop until `n` results came.
   bool RunUntilResults(size_t n) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (results_.size() < n) {
-      if (std::chrono::steady_clock::now() > deadline) return false;
-      io_.restart();  // run_for stops the context whenever it runs out of work
-      io_.run_for(std::chrono::milliseconds(10));
-    }
-    return true;
+    return testing::RunUntil(io_, [&] { return results_.size() >= n; });
   }
 
   fs::path dir_;

@@ -10,6 +10,8 @@
 #include <functional>
 #include <map>
 
+#include "tests/support/wait.h"
+
 namespace faultline {
 namespace {
 
@@ -17,6 +19,7 @@ using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
 namespace fs = std::filesystem;
+using testing::RunUntil;
 
 // What each stream received, by "source id:path" and generation.
 struct Stream {
@@ -71,18 +74,9 @@ class SourceSetTest : public ::testing::Test {
     return source;
   }
 
-  // Runs the loop until `done`, for at most 10 s.
-  bool RunUntil(const std::function<bool()>& done) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!done()) {
-      if (std::chrono::steady_clock::now() > deadline) return false;
-      io_.run_for(std::chrono::milliseconds(10));
-    }
-    return true;
-  }
   // Runs the loop until the latest stream of each of `names` has bytes.
   bool Read(std::initializer_list<std::string> names) {
-    return RunUntil([&] {
+    return RunUntil(io_, [&] {
       for (const std::string& name : names) {
         auto [begin, end] = streams_.equal_range(name);
         if (begin == end || std::prev(end)->second->bytes.empty()) return false;
@@ -120,7 +114,7 @@ TEST_F(SourceSetTest, ApplyStartsAddedStopsRemovedAndLeavesUnchangedSourcesRunni
   const Stream& b = *streams_.find("b:b.log")->second;
   EXPECT_FALSE(b.ended);
   std::ofstream(dir_ / "b.log", std::ios::app) << "more\n";
-  ASSERT_TRUE(RunUntil([&] { return b.bytes == "b line\nb line\nmore\n"; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return b.bytes == "b line\nb line\nmore\n"; }));
 
   std::vector<std::string> ids;
   for (const auto& [id, status] : set.Status()) {

@@ -17,11 +17,13 @@
 #include <vector>
 
 #include "agent/source/descriptor_reader.h"
+#include "tests/support/wait.h"
 
 namespace faultline {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::RunUntil;
 
 class ReaderTest : public ::testing::Test {
  protected:
@@ -34,15 +36,6 @@ class ReaderTest : public ::testing::Test {
     fs::create_directories(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
-
-  template <typename Pred>
-  bool RunUntil(Pred done) {
-    for (int i = 0; i < 500 && !done(); ++i) {
-      io_.restart();
-      io_.run_for(std::chrono::milliseconds(10));
-    }
-    return done();
-  }
 
   asio::io_context io_;
   fs::path dir_;
@@ -75,11 +68,11 @@ TEST_F(ReaderTest, PipeIsReadToItsEndAndItsFlagsRestored) {
   EXPECT_TRUE(reader->pollable());
   EXPECT_NE(0, fcntl(shared, F_GETFL) & O_NONBLOCK);
   ASSERT_EQ(6, write(fds[1], "one\ntw", 6));
-  ASSERT_TRUE(RunUntil([&] { return read.bytes == "one\ntw"; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return read.bytes == "one\ntw"; }));
   EXPECT_FALSE(read.ended);
   ASSERT_EQ(2, write(fds[1], "o\n", 2));
   close(fds[1]);
-  ASSERT_TRUE(RunUntil([&] { return read.ended; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return read.ended; }));
   EXPECT_EQ("one\ntwo\n", read.bytes);
   EXPECT_EQ("", read.error);
   EXPECT_EQ(0, fcntl(shared, F_GETFL) & O_NONBLOCK);  // as it was before the reader
@@ -112,7 +105,7 @@ TEST_F(ReaderTest, DevNullIsAnEmptyStream) {
   Read read;
   auto reader = ReaderOf(io_, open("/dev/null", O_RDONLY), read);
   reader->Start();
-  ASSERT_TRUE(RunUntil([&] { return read.ended; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return read.ended; }));
   EXPECT_EQ("", read.bytes);
 }
 
@@ -130,7 +123,7 @@ TEST_F(ReaderTest, CallbackMayDestroyTheReader) {
       [&](const std::string&) { read.ended = true; });
   reader->Start();
   ASSERT_EQ(2, write(fds[1], "x\n", 2));
-  ASSERT_TRUE(RunUntil([&] { return reader == nullptr; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return reader == nullptr; }));
   close(fds[1]);
   io_.restart();
   io_.run_for(std::chrono::milliseconds(20));
@@ -202,15 +195,15 @@ TEST_F(ReaderTest, FifoIsCreatedAndFollowedAcrossWritersAsOneStream) {
     const std::string text = "writer " + std::to_string(session) + " line 1\nline 2\n";
     WriteSession(path, text);
     expected += text;
-    ASSERT_TRUE(RunUntil([&] { return fifo.writer_ends() == static_cast<uint64_t>(session + 1); }))
+    ASSERT_TRUE(RunUntil(io_, [&] { return fifo.writer_ends() == static_cast<uint64_t>(session + 1); }))
         << "session " << session;
   }
   // A writer that stops mid-line: its last line ends with it, not glued to the next writer's.
   WriteSession(path, "no newline");
-  ASSERT_TRUE(RunUntil([&] { return fifo.writer_ends() == 5; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return fifo.writer_ends() == 5; }));
   WriteSession(path, "next writer\n");
   expected += "no newline\nnext writer\n";
-  ASSERT_TRUE(RunUntil([&] { return recorder.streams[0]->bytes == expected; }))
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder.streams[0]->bytes == expected; }))
       << recorder.streams[0]->bytes;
   ASSERT_EQ(1u, recorder.streams.size());
   EXPECT_EQ(path.string(), recorder.streams[0]->name);
@@ -231,9 +224,9 @@ TEST_F(ReaderTest, FifoWriterThatWasThereFirstEndsItsLineWhenQuiet) {
   ASSERT_TRUE(fifo.Start(&error)) << error;
   EXPECT_FALSE(fifo.created());
   ASSERT_EQ(7, write(writer, "partial", 7));
-  ASSERT_TRUE(RunUntil([&] { return recorder.streams[0]->bytes == "partial"; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder.streams[0]->bytes == "partial"; }));
   close(writer);
-  ASSERT_TRUE(RunUntil([&] { return recorder.streams[0]->bytes == "partial\n"; }))
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder.streams[0]->bytes == "partial\n"; }))
       << recorder.streams[0]->bytes;
 }
 

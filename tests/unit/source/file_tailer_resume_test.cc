@@ -12,11 +12,13 @@
 #include <map>
 
 #include "agent/source/file_tailer.h"
+#include "tests/support/wait.h"
 
 namespace faultline {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::RunUntil;
 
 // What a checkpoint records as its time: the clock file times are stamped with.
 int64_t NowNs() {
@@ -100,16 +102,6 @@ class FileTailerResumeTest : public ::testing::Test {
     std::ofstream(dir_ / name, std::ios::app | std::ios::binary) << text;
   }
   std::string P(const std::string& name) const { return (dir_ / name).string(); }
-  template <typename Pred>
-  bool RunUntil(Pred done) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!done()) {
-      if (std::chrono::steady_clock::now() > deadline) return false;
-      io_.run_for(std::chrono::milliseconds(10));
-      io_.restart();
-    }
-    return true;
-  }
   void RunFor(int ms) {
     io_.run_for(std::chrono::milliseconds(ms));
     io_.restart();
@@ -132,7 +124,7 @@ class FileTailerResumeTest : public ::testing::Test {
           }(),
           StreamConsumerFactory());
       tailer->Start();
-      EXPECT_TRUE(RunUntil([&] {
+      EXPECT_TRUE(RunUntil(io_, [&] {
         return first.Of(P("app.log")) != nullptr && first.Of(P("app.log"))->bytes == text;
       }));
       tailer->ForEachStream([&](const FileMark& mark, StreamConsumer&) { saved = mark; });
@@ -156,7 +148,7 @@ TEST_F(FileTailerResumeTest, ASavedFileResumesAtItsResumeOffset) {
   resume.history = true;
   auto tailer = Tailer(&resume);
   tailer->Start();
-  ASSERT_TRUE(RunUntil([&] {
+  ASSERT_TRUE(RunUntil(io_, [&] {
     return resume.Of(P("app.log")) != nullptr && resume.Of(P("app.log"))->bytes == "two\nthree\n";
   }));
   EXPECT_EQ(4u, resume.Of(P("app.log"))->offset);
@@ -173,7 +165,7 @@ TEST_F(FileTailerResumeTest, AFileRewrittenInPlaceWhileAwayIsReadFromZero) {
   resume.history = true;
   auto tailer = Tailer(&resume);
   tailer->Start();
-  ASSERT_TRUE(RunUntil([&] {
+  ASSERT_TRUE(RunUntil(io_, [&] {
     return resume.Of(P("app.log")) != nullptr &&
            resume.Of(P("app.log"))->bytes == "other\ncontent\nlonger\n";
   }));
@@ -193,7 +185,7 @@ TEST_F(FileTailerResumeTest, AFileRenamedWhileAwayIsDrainedUnderItsNewNameAndThe
   resume.time_ns = NowNs();
   auto tailer = Tailer(&resume, /*rotate_wait_ms=*/100);
   tailer->Start();
-  ASSERT_TRUE(RunUntil([&] {
+  ASSERT_TRUE(RunUntil(io_, [&] {
     const Resume::Stream* old = resume.Of(P("app.log.1"));
     const Resume::Stream* fresh = resume.Of(P("app.log"));
     return old != nullptr && old->bytes == "two\n" && old->ended && fresh != nullptr &&
@@ -214,7 +206,7 @@ TEST_F(FileTailerResumeTest, ACopytruncateWhileAwayIsReadOnInTheCopy) {
   resume.history = true;
   auto tailer = Tailer(&resume);
   tailer->Start();
-  ASSERT_TRUE(RunUntil([&] {
+  ASSERT_TRUE(RunUntil(io_, [&] {
     const Resume::Stream* copy = resume.Of(P("app.log.1"));
     const Resume::Stream* live = resume.Of(P("app.log"));
     return copy != nullptr && copy->bytes == "two\n" && live != nullptr && live->bytes == "three\n";
@@ -240,7 +232,7 @@ TEST_F(FileTailerResumeTest, ACopyTakenWhileAwayOfAFileNotYetTruncatedIsNotReadA
   resume.time_ns = checkpoint;
   auto tailer = Tailer(&resume, /*rotate_wait_ms=*/100);
   tailer->Start();
-  ASSERT_TRUE(RunUntil([&] {
+  ASSERT_TRUE(RunUntil(io_, [&] {
     return resume.Of(P("app.log")) != nullptr && resume.Of(P("app.log"))->bytes == "two\n";
   }));
   RunFor(100);
@@ -250,7 +242,7 @@ TEST_F(FileTailerResumeTest, ACopyTakenWhileAwayOfAFileNotYetTruncatedIsNotReadA
   // read), the new lines are a new stream, and nothing was lost or read twice.
   fs::resize_file(dir_ / "app.log", 0);
   Append("app.log", "three\n");
-  ASSERT_TRUE(RunUntil([&] {
+  ASSERT_TRUE(RunUntil(io_, [&] {
     return resume.streams.size() == 2 && resume.streams[1]->bytes == "three\n";
   }));
   RunFor(200);
@@ -276,7 +268,7 @@ TEST_F(FileTailerResumeTest, AFileRotatedAwayAndDeletedWhileAwayLosesOnlyItsUnre
   resume.time_ns = checkpoint;
   auto tailer = Tailer(&resume);
   tailer->Start();
-  ASSERT_TRUE(RunUntil([&] {
+  ASSERT_TRUE(RunUntil(io_, [&] {
     return resume.Of(P("app.log")) != nullptr && resume.Of(P("app.log"))->bytes == "three\n";
   }));
   RunFor(100);
@@ -307,7 +299,7 @@ TEST_F(FileTailerResumeTest, ASavedFileWithNothingReadIsNotFoundInAnUnrelatedRot
   resume.history = true;
   auto tailer = Tailer(&resume);
   tailer->Start();
-  ASSERT_TRUE(RunUntil([&] { return resume.Of(P("app.log")) != nullptr &&
+  ASSERT_TRUE(RunUntil(io_, [&] { return resume.Of(P("app.log")) != nullptr &&
                                     resume.Of(P("app.log"))->bytes == "new\n"; }));
   RunFor(100);
   // Whether the new app.log got the deleted one's inode (resumed at 0) or not (forgotten), the
@@ -330,7 +322,7 @@ TEST_F(FileTailerResumeTest, AFileRotatedTwiceWhileAwayIsReadOnceEachGeneration)
   resume.time_ns = checkpoint;
   auto tailer = Tailer(&resume);
   tailer->Start();
-  ASSERT_TRUE(RunUntil([&] {
+  ASSERT_TRUE(RunUntil(io_, [&] {
     const Resume::Stream* g1 = resume.Of(P("app.log.2"));
     const Resume::Stream* g2 = resume.Of(P("app.log.1"));
     const Resume::Stream* g3 = resume.Of(P("app.log"));
@@ -347,7 +339,7 @@ TEST_F(FileTailerResumeTest, StartAtEndAppliesOnlyOnASourcesFirstStart) {
   resume.history = true;  // the source ran before, and app.log has no saved position
   auto tailer = Tailer(&resume);
   tailer->Start();
-  ASSERT_TRUE(RunUntil([&] {
+  ASSERT_TRUE(RunUntil(io_, [&] {
     return resume.Of(P("app.log")) != nullptr &&
            resume.Of(P("app.log"))->bytes == "written while away\n";
   }));
@@ -366,13 +358,13 @@ TEST_F(FileTailerResumeTest, ACopytruncateWhileRunningGoesOnInTheCopyWithoutEndi
   Append("app.log", "one\n");
   tailer->Start();
   ASSERT_TRUE(
-      RunUntil([&] { return resume.streams.size() == 1 && resume.streams[0]->bytes == "one\n"; }));
+      RunUntil(io_, [&] { return resume.streams.size() == 1 && resume.streams[0]->bytes == "one\n"; }));
   // logrotate copytruncate between two reads: the copy holds "two", which was never read here.
   Append("app.log", "two\n");
   fs::copy_file(dir_ / "app.log", dir_ / "app.log.1");
   fs::resize_file(dir_ / "app.log", 0);
   Append("app.log", "three\n");
-  ASSERT_TRUE(RunUntil([&] {
+  ASSERT_TRUE(RunUntil(io_, [&] {
     return resume.streams.size() == 2 && resume.streams[0]->bytes == "one\ntwo\n" &&
            resume.streams[1]->bytes == "three\n";
   })) << resume.streams[0]->bytes;
@@ -401,14 +393,14 @@ TEST_F(FileTailerResumeTest, AnEmptyCopyFilledAfterAPollIsStillRecognisedAsACopy
   for (int i = 0; i < 60; ++i) text += "line " + std::to_string(i) + " of the first generation\n";
   Append("app.log", text);
   tailer->Start();
-  ASSERT_TRUE(RunUntil([&] { return resume.Of(P("app.log")) != nullptr &&
+  ASSERT_TRUE(RunUntil(io_, [&] { return resume.Of(P("app.log")) != nullptr &&
                                     resume.Of(P("app.log"))->bytes == text; }));
   Append("app.log.1", "");
   RunFor(100);  // five poll intervals with the copy empty
   fs::copy_file(dir_ / "app.log", dir_ / "app.log.1", fs::copy_options::overwrite_existing);
   fs::resize_file(dir_ / "app.log", 0);
   Append("app.log", "second generation\n");
-  ASSERT_TRUE(RunUntil([&] { return tailer->copies_recognised() == 1; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return tailer->copies_recognised() == 1; }));
   RunFor(100);
   std::string read;
   for (const auto& stream : resume.streams) read += stream->bytes;
@@ -428,15 +420,15 @@ TEST_F(FileTailerResumeTest, ADeletedFileStillWrittenIsReadUntilQuietForRotateWa
   Append("app.log", "before\n");
   tailer->Start();
   ASSERT_TRUE(RunUntil(
-      [&] { return resume.streams.size() == 1 && resume.streams[0]->bytes == "before\n"; }));
+      io_, [&] { return resume.streams.size() == 1 && resume.streams[0]->bytes == "before\n"; }));
   std::ofstream writer(dir_ / "app.log", std::ios::app);
   fs::remove(dir_ / "app.log");
   RunFor(100);
   writer << "after deletion\n" << std::flush;
-  ASSERT_TRUE(RunUntil([&] { return resume.streams[0]->bytes == "before\nafter deletion\n"; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return resume.streams[0]->bytes == "before\nafter deletion\n"; }));
   EXPECT_FALSE(resume.streams[0]->ended);
   writer.close();
-  ASSERT_TRUE(RunUntil([&] { return resume.streams[0]->ended; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return resume.streams[0]->ended; }));
   EXPECT_EQ(0u, tailer->open_files());
 }
 

@@ -8,10 +8,13 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/wait.h"
+
 namespace faultline {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::RunUntil;
 
 // Records what each stream received, in order, per path and stream generation.
 struct Recorder {
@@ -110,17 +113,6 @@ class FileTailerTest : public ::testing::Test {
     return recorder_.streams.size() == 2 && recorder_.streams[0]->bytes == "one\ntwo\n" &&
            recorder_.streams[1]->bytes == "three\n";
   }
-  // Runs the loop until `done` holds (bounded, so a bug fails instead of hanging).
-  template <typename Pred>
-  bool RunUntil(Pred done) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!done()) {
-      if (std::chrono::steady_clock::now() > deadline) return false;
-      io_.run_for(std::chrono::milliseconds(10));
-      io_.restart();
-    }
-    return true;
-  }
 
   fs::path dir_;
   asio::io_context io_;
@@ -132,31 +124,31 @@ TEST_F(FileTailerTest, StartAtEndSkipsExistingContentAndFollowsAppends) {
   auto tailer = Tailer(/*start_at_end=*/true);
   tailer->Start();
   Append("a.log", "new line\n");
-  ASSERT_TRUE(RunUntil([&] { return recorder_.All() == "new line\n"; })) << recorder_.All();
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder_.All() == "new line\n"; })) << recorder_.All();
 }
 
 TEST_F(FileTailerTest, StartAtBeginningReadsExistingContent) {
   Append("a.log", "old line\n");
   auto tailer = Tailer(/*start_at_end=*/false);
   tailer->Start();
-  ASSERT_TRUE(RunUntil([&] { return recorder_.All() == "old line\n"; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder_.All() == "old line\n"; }));
 }
 
 TEST_F(FileTailerTest, FileCreatedAfterStartIsReadFromTheBeginning) {
   auto tailer = Tailer(/*start_at_end=*/true);
   tailer->Start();
   Append("late.log", "first\nsecond\n");
-  ASSERT_TRUE(RunUntil([&] { return recorder_.All() == "first\nsecond\n"; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder_.All() == "first\nsecond\n"; }));
 }
 
 TEST_F(FileTailerTest, TruncationStartsANewStreamFromZero) {
   Append("a.log", "before truncation\n");
   auto tailer = Tailer(/*start_at_end=*/false);
   tailer->Start();
-  ASSERT_TRUE(RunUntil([&] { return recorder_.All() == "before truncation\n"; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder_.All() == "before truncation\n"; }));
   fs::resize_file(dir_ / "a.log", 0);
   Append("a.log", "after\n");
-  ASSERT_TRUE(RunUntil([&] { return recorder_.streams.size() == 2 &&
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder_.streams.size() == 2 &&
                                     recorder_.streams[1]->bytes == "after\n"; }));
   EXPECT_TRUE(recorder_.streams[0]->ended);
   EXPECT_EQ(1u, tailer->truncations());
@@ -166,10 +158,10 @@ TEST_F(FileTailerTest, TruncateAndRewriteToTheSameSizeIsNoticed) {
   Append("a.log", "first version\n");
   auto tailer = Tailer(/*start_at_end=*/false);
   tailer->Start();
-  ASSERT_TRUE(RunUntil([&] { return recorder_.All() == "first version\n"; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder_.All() == "first version\n"; }));
   fs::resize_file(dir_ / "a.log", 0);
   Append("a.log", "other content\nand more\n");
-  ASSERT_TRUE(RunUntil([&] { return recorder_.streams.size() == 2 &&
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder_.streams.size() == 2 &&
                                     recorder_.streams[1]->bytes == "other content\nand more\n"; }));
   EXPECT_EQ(1u, tailer->truncations());
 }
@@ -178,9 +170,9 @@ TEST_F(FileTailerTest, RotationByRenameDrainsTheOldFileAndFollowsTheNew) {
   Append("app.log", "one\n");
   auto tailer = Tailer(/*start_at_end=*/false, /*quiet_ms=*/50, /*rotate_wait_ms=*/50);
   tailer->Start();
-  ASSERT_TRUE(RunUntil([&] { return recorder_.All() == "one\n"; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder_.All() == "one\n"; }));
   RotateWithALateWriteToTheOldFile();
-  ASSERT_TRUE(RunUntil([&] { return RotatedStreamsAreComplete() && recorder_.streams[0]->ended; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return RotatedStreamsAreComplete() && recorder_.streams[0]->ended; }));
   EXPECT_EQ(1u, tailer->rotations());
 }
 
@@ -188,9 +180,9 @@ TEST_F(FileTailerTest, RotatedFileRenamedToAMatchingNameIsNotReadTwice) {
   Append("app.log", "one\n");
   auto tailer = Tailer(/*start_at_end=*/false, 60000, 60000, /*glob=*/"app.log*");
   tailer->Start();
-  ASSERT_TRUE(RunUntil([&] { return recorder_.All() == "one\n"; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder_.All() == "one\n"; }));
   RotateWithALateWriteToTheOldFile();
-  ASSERT_TRUE(RunUntil([&] { return RotatedStreamsAreComplete(); }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return RotatedStreamsAreComplete(); }));
   io_.run_for(std::chrono::milliseconds(200));  // several more polls
   EXPECT_EQ(2u, recorder_.streams.size());
   EXPECT_EQ("one\ntwo\nthree\n", recorder_.All());
@@ -200,23 +192,23 @@ TEST_F(FileTailerTest, RotatedFileKeepsBeingReadAfterAPauseWithinRotateWait) {
   Append("app.log", "one\n");
   auto tailer = Tailer(/*start_at_end=*/false, /*quiet_ms=*/20, /*rotate_wait_ms=*/60000);
   tailer->Start();
-  ASSERT_TRUE(RunUntil([&] { return recorder_.All() == "one\n"; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder_.All() == "one\n"; }));
   std::ofstream old_writer(dir_ / "app.log", std::ios::app);
   fs::rename(dir_ / "app.log", dir_ / "app.log.1");
   // The old stream goes quiet (OnQuiet) but is not ended...
-  ASSERT_TRUE(RunUntil([&] { return recorder_.streams[0]->quiet >= 1; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder_.streams[0]->quiet >= 1; }));
   io_.run_for(std::chrono::milliseconds(100));
   EXPECT_FALSE(recorder_.streams[0]->ended);
   // ...so a late write by a writer that never reopened is still read.
   old_writer << "late\n" << std::flush;
-  ASSERT_TRUE(RunUntil([&] { return recorder_.streams[0]->bytes == "one\nlate\n"; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder_.streams[0]->bytes == "one\nlate\n"; }));
 }
 
 TEST_F(FileTailerTest, StopEndsEveryStream) {
   Append("a.log", "partial line without newline");
   auto tailer = Tailer(/*start_at_end=*/false);
   tailer->Start();
-  ASSERT_TRUE(RunUntil([&] { return recorder_.All() == "partial line without newline"; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder_.All() == "partial line without newline"; }));
   tailer->Stop();
   EXPECT_TRUE(recorder_.streams[0]->ended);
 }
@@ -225,9 +217,9 @@ TEST_F(FileTailerTest, DeletedFileIsDrainedAndEndedOnceQuietForRotateWait) {
   Append("a.log", "x\n");
   auto tailer = Tailer(/*start_at_end=*/false, /*quiet_ms=*/60000, /*rotate_wait_ms=*/50);
   tailer->Start();
-  ASSERT_TRUE(RunUntil([&] { return recorder_.All() == "x\n"; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder_.All() == "x\n"; }));
   fs::remove(dir_ / "a.log");
-  ASSERT_TRUE(RunUntil([&] { return recorder_.streams[0]->ended; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder_.streams[0]->ended; }));
   EXPECT_EQ(0u, tailer->open_files());
 }
 
@@ -235,7 +227,7 @@ TEST_F(FileTailerTest, QuietStreamIsToldOnce) {
   Append("a.log", "x\n");
   auto tailer = Tailer(/*start_at_end=*/false, /*quiet_ms=*/30);
   tailer->Start();
-  ASSERT_TRUE(RunUntil([&] { return recorder_.streams.size() == 1 &&
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder_.streams.size() == 1 &&
                                     recorder_.streams[0]->quiet == 1; }));
   io_.run_for(std::chrono::milliseconds(100));
   EXPECT_EQ(1, recorder_.streams[0]->quiet);
@@ -249,7 +241,7 @@ TEST_F(FileTailerTest, LargeFileIsReadCompletelyInBudgetedSlices) {
   }
   auto tailer = Tailer(/*start_at_end=*/false);
   tailer->Start();
-  ASSERT_TRUE(RunUntil([&] { return recorder_.All().size() == 10000u * 1000; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder_.All().size() == 10000u * 1000; }));
 }
 
 TEST_F(FileTailerTest, MoreFilesThanDescriptorsAreAllReadExactlyOnce) {
@@ -265,7 +257,7 @@ TEST_F(FileTailerTest, MoreFilesThanDescriptorsAreAllReadExactlyOnce) {
     const std::string line = "round " + std::to_string(round) + "\n";
     for (int i = 0; i < kFiles; ++i) Append(name(i), line);
     expected += line;
-    ASSERT_TRUE(RunUntil([&] {
+    ASSERT_TRUE(RunUntil(io_, [&] {
       for (int i = 0; i < kFiles; ++i) {
         if (recorder_.Of(P(name(i))) != expected) return false;
       }
@@ -284,12 +276,12 @@ TEST_F(FileTailerTest, FileRewrittenWhileClosedIsReadAgainFromTheStart) {
   options.descriptors = std::make_shared<DescriptorBudget>(1);
   auto tailer = Tailer(options);
   tailer->Start();
-  ASSERT_TRUE(RunUntil([&] { return recorder_.All().size() == 16u; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder_.All().size() == 16u; }));
   Append("b.log", "b2\n");  // b takes the one descriptor; a is followed by stat
-  ASSERT_TRUE(RunUntil([&] { return recorder_.Of(P("b.log")) == "b\nb2\n"; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder_.Of(P("b.log")) == "b\nb2\n"; }));
   std::ofstream(dir_ / "a.log", std::ios::trunc) << "other version\n";  // same size
-  ASSERT_TRUE(RunUntil([&] { return recorder_.StreamsOf(P("a.log")) == 2u; }));
-  ASSERT_TRUE(RunUntil([&] { return recorder_.streams.back()->bytes == "other version\n"; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder_.StreamsOf(P("a.log")) == 2u; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder_.streams.back()->bytes == "other version\n"; }));
   EXPECT_EQ(1u, tailer->truncations());
 }
 
@@ -300,14 +292,14 @@ TEST_F(FileTailerTest, ClosedFileRenamedRightAfterAWriteIsReadUnderItsNewName) {
   options.descriptors = std::make_shared<DescriptorBudget>(1);
   auto tailer = Tailer(options);
   tailer->Start();
-  ASSERT_TRUE(RunUntil([&] { return recorder_.All().size() == 6u; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder_.All().size() == 6u; }));
   Append("b.log", "b2\n");
-  ASSERT_TRUE(RunUntil([&] { return recorder_.Of(P("b.log")) == "b\nb2\n"; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder_.Of(P("b.log")) == "b\nb2\n"; }));
   // a.log has no descriptor now; it is written and rotated before the tailer looks again.
   Append("a.log", "two\n");
   fs::rename(dir_ / "a.log", dir_ / "a.log.1");
   Append("a.log", "three\n");
-  ASSERT_TRUE(RunUntil([&] { return recorder_.Of(P("a.log")) == "one\ntwo\nthree\n"; }))
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder_.Of(P("a.log")) == "one\ntwo\nthree\n"; }))
       << recorder_.Of(P("a.log"));
   EXPECT_EQ(1u, tailer->rotations());
 }
@@ -319,13 +311,13 @@ TEST_F(FileTailerTest, IdleTicksDoNotWalkTheGlobsAndNewFilesAreFoundByTheirEvent
   options.rescan_interval = std::chrono::seconds(60);
   auto tailer = Tailer(options);
   tailer->Start();
-  ASSERT_TRUE(RunUntil([&] { return recorder_.All() == "x\n"; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder_.All() == "x\n"; }));
   io_.run_for(std::chrono::milliseconds(200));  // ten poll ticks
   EXPECT_EQ(1u, tailer->rescans());
   fs::create_directories(dir_ / "c" / "d");
   Append("c/d/new.log", "y\n");
   Append("a/new.log", "z\n");
-  ASSERT_TRUE(RunUntil([&] { return recorder_.All().size() == 6u; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder_.All().size() == 6u; }));
   EXPECT_EQ("y\n", recorder_.Of(P("c/d/new.log")));
   EXPECT_EQ(1u, tailer->rescans());
 }
@@ -337,10 +329,10 @@ TEST_F(FileTailerTest, HardLinkedNamesAreReadOnceAndTheSecondTakesOverWhenTheFir
   options.rescan_interval = std::chrono::milliseconds(50);
   auto tailer = Tailer(options);
   tailer->Start();
-  ASSERT_TRUE(RunUntil([&] { return recorder_.All() == "one\n"; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder_.All() == "one\n"; }));
   fs::remove(dir_ / "a.log");
   Append("b.log", "two\n");
-  ASSERT_TRUE(RunUntil([&] { return recorder_.All() == "one\ntwo\n"; })) << recorder_.All();
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder_.All() == "one\ntwo\n"; })) << recorder_.All();
   io_.run_for(std::chrono::milliseconds(200));  // several rescans
   EXPECT_EQ("one\ntwo\n", recorder_.All());
   EXPECT_EQ(1u, recorder_.streams.size());
@@ -351,7 +343,7 @@ TEST_F(FileTailerTest, RescanIntervalWalksTheGlobsAgain) {
   options.rescan_interval = std::chrono::milliseconds(30);
   auto tailer = Tailer(options);
   tailer->Start();
-  ASSERT_TRUE(RunUntil([&] { return tailer->rescans() >= 3u; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return tailer->rescans() >= 3u; }));
 }
 
 // The kubelet layout: containers/x.log -> pods/uid/c/0.log, which the runtime rotates to
@@ -389,7 +381,7 @@ TEST_F(LinkedLogTest, RotationsBehindTheLinkAreReadAtInotifyLatency) {
     io_.run_for(std::chrono::milliseconds(50));
     io_.restart();
   }
-  ASSERT_TRUE(RunUntil([&] { return Lines(recorder_.All()) == expected; }))
+  ASSERT_TRUE(RunUntil(io_, [&] { return Lines(recorder_.All()) == expected; }))
       << Lines(recorder_.All()) << " of " << expected;
   EXPECT_EQ(10u, tailer->rotations());
 }
@@ -401,7 +393,7 @@ TEST_F(LinkedLogTest, GenerationsRotatedBeforeTheTailerLooksAreStillRead) {
   for (int generation = 0; generation < 10; ++generation) {
     expected += WriteAndRotate(generation, 100);
   }
-  ASSERT_TRUE(RunUntil([&] { return Lines(recorder_.All()) == Lines(expected); }))
+  ASSERT_TRUE(RunUntil(io_, [&] { return Lines(recorder_.All()) == Lines(expected); }))
       << Lines(recorder_.All()) << " of " << Lines(expected);
   io_.run_for(std::chrono::milliseconds(100));
   EXPECT_EQ(Lines(expected), Lines(recorder_.All()));
@@ -411,12 +403,12 @@ TEST_F(LinkedLogTest, TargetRecreatedAfterTheTailerSawItGoIsFollowed) {
   auto tailer = Tailer(EventsOnly("containers/*.log"));
   tailer->Start();
   Append("pods/uid/c/0.log", "before\n");
-  ASSERT_TRUE(RunUntil([&] { return recorder_.All() == "before\n"; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder_.All() == "before\n"; }));
   fs::rename(dir_ / "pods/uid/c/0.log", dir_ / "pods/uid/c/0.log.20240131-120000");
   io_.run_for(std::chrono::milliseconds(50));  // the link dangles for a while
   io_.restart();
   Append("pods/uid/c/0.log", "after\n");
-  ASSERT_TRUE(RunUntil([&] { return recorder_.All() == "before\nafter\n"; }))
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder_.All() == "before\nafter\n"; }))
       << recorder_.All();
 }
 
@@ -424,14 +416,14 @@ TEST_F(LinkedLogTest, ALinkPointedElsewhereIsFollowedToItsNewTarget) {
   auto tailer = Tailer(EventsOnly("containers/*.log"));
   tailer->Start();
   Append("pods/uid/c/0.log", "old target\n");
-  ASSERT_TRUE(RunUntil([&] { return recorder_.All() == "old target\n"; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder_.All() == "old target\n"; }));
   fs::create_directories(dir_ / "pods" / "uid2" / "c");
   Append("pods/uid2/c/0.log", "");
   fs::create_symlink(dir_ / "pods" / "uid2" / "c" / "0.log", dir_ / "containers" / "tmp");
   fs::rename(dir_ / "containers" / "tmp", dir_ / "containers" / "x.log");
   io_.run_for(std::chrono::milliseconds(50));
   Append("pods/uid2/c/0.log", "new target\n");
-  ASSERT_TRUE(RunUntil([&] { return recorder_.All() == "old target\nnew target\n"; }))
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder_.All() == "old target\nnew target\n"; }))
       << recorder_.All();
 }
 
@@ -441,7 +433,7 @@ TEST_F(LinkedLogTest, ALinkWhoseTargetAppearsLaterIsFollowedWhenItDoes) {
   auto tailer = Tailer(EventsOnly("containers/*.log"));
   tailer->Start();
   Append("pods/uid3/c/0.log", "first line\n");
-  ASSERT_TRUE(RunUntil([&] { return recorder_.Of(P("containers/y.log")) == "first line\n"; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder_.Of(P("containers/y.log")) == "first line\n"; }));
 }
 
 TEST_F(FileTailerTest, FifoInPlaceOfALogIsRefusedAndNeverBlocksTheLoop) {
@@ -449,13 +441,13 @@ TEST_F(FileTailerTest, FifoInPlaceOfALogIsRefusedAndNeverBlocksTheLoop) {
   ASSERT_EQ(0, mkfifo(P("pipe.log").c_str(), 0600));
   auto tailer = Tailer(EventsOnly());
   tailer->Start();
-  ASSERT_TRUE(RunUntil([&] { return recorder_.All() == "a\n"; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder_.All() == "a\n"; }));
   // The followed path is swapped for a FIFO with no writer; a plain open would wait forever.
   fs::rename(dir_ / "a.log", dir_ / "a.old");
   ASSERT_EQ(0, mkfifo(P("a.log").c_str(), 0600));
   ASSERT_EQ(0, mkfifo(P("late.log").c_str(), 0600));
   Append("b.log", "b\n");
-  ASSERT_TRUE(RunUntil([&] { return recorder_.Of(P("b.log")) == "b\n"; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder_.Of(P("b.log")) == "b\n"; }));
   EXPECT_EQ(0u, recorder_.StreamsOf(P("pipe.log")));
   EXPECT_EQ(0u, recorder_.StreamsOf(P("late.log")));
   EXPECT_EQ(1u, recorder_.StreamsOf(P("a.log")));
@@ -470,10 +462,10 @@ TEST_F(FileTailerTest, ExcludedNamesAreNotFollowedButLiteralPathsAre) {
   options.patterns.push_back(P("app.log.1"));
   auto tailer = Tailer(options);
   tailer->Start();
-  ASSERT_TRUE(RunUntil([&] { return recorder_.All().size() == 13u; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder_.All().size() == 13u; }));
   Append("app.log.3", "new rotated\n");
   Append("app.log", "more\n");
-  ASSERT_TRUE(RunUntil([&] { return recorder_.Of(P("app.log")) == "live\nmore\n"; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder_.Of(P("app.log")) == "live\nmore\n"; }));
   EXPECT_EQ("rotated\n", recorder_.Of(P("app.log.1")));
   EXPECT_EQ(0u, recorder_.StreamsOf(P("app.log.2.gz")));
   EXPECT_EQ(0u, recorder_.StreamsOf(P("app.log.3")));
@@ -490,12 +482,12 @@ TEST_F(FileTailerTest, CopytruncateCopyMatchedByTheGlobIsNotReadAgain) {
   Append("app.log", before);
   auto tailer = Tailer(Options(/*start_at_end=*/false, 60000, 60000, "app.log*"));
   tailer->Start();
-  ASSERT_TRUE(RunUntil([&] { return recorder_.All() == before; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder_.All() == before; }));
   // logrotate copytruncate: copy, truncate the original, and the writer goes on.
   fs::copy_file(dir_ / "app.log", dir_ / "app.log.1");
   fs::resize_file(dir_ / "app.log", 0);
   Append("app.log", "after\n");
-  ASSERT_TRUE(RunUntil([&] { return tailer->copies_recognised() == 1u; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return tailer->copies_recognised() == 1u; }));
   io_.run_for(std::chrono::milliseconds(100));
   EXPECT_EQ(before + "after\n", recorder_.All());
   EXPECT_EQ("", recorder_.Of(P("app.log.1")));
@@ -509,7 +501,7 @@ TEST_F(FileTailerTest, CopyStillBeingWrittenWhenFoundIsNotReadAgain) {
   options.poll_interval = std::chrono::milliseconds(200);
   auto tailer = Tailer(options);
   tailer->Start();
-  ASSERT_TRUE(RunUntil([&] { return recorder_.All() == before; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder_.All() == before; }));
   {
     std::ofstream copy(dir_ / "app.log.1");
     copy << before.substr(0, 100) << std::flush;
@@ -518,7 +510,7 @@ TEST_F(FileTailerTest, CopyStillBeingWrittenWhenFoundIsNotReadAgain) {
     copy << before.substr(100) << std::flush;
   }
   fs::resize_file(dir_ / "app.log", 0);
-  ASSERT_TRUE(RunUntil([&] { return tailer->copies_recognised() == 1u; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return tailer->copies_recognised() == 1u; }));
   io_.run_for(std::chrono::milliseconds(100));
   EXPECT_EQ(before, recorder_.All());
 }
@@ -527,10 +519,10 @@ TEST_F(FileTailerTest, NewFileNamedLikeACopyButWithOtherContentIsReadWhole) {
   Append("app.log", ManyLines("live", 100));
   auto tailer = Tailer(Options(/*start_at_end=*/false, 60000, 60000, "app*.log*"));
   tailer->Start();
-  ASSERT_TRUE(RunUntil([&] { return !recorder_.All().empty(); }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return !recorder_.All().empty(); }));
   const std::string other = ManyLines("live", 30) + ManyLines("other", 50);  // same first KiB
   Append("app-worker.log", other);
-  ASSERT_TRUE(RunUntil([&] { return recorder_.Of(P("app-worker.log")) == other; }));
+  ASSERT_TRUE(RunUntil(io_, [&] { return recorder_.Of(P("app-worker.log")) == other; }));
   EXPECT_EQ(0u, tailer->copies_recognised());
 }
 

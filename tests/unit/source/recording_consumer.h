@@ -1,5 +1,5 @@
-// Test helpers for sources: a StreamConsumer that records what its stream received, and a loop
-// runner that waits on a condition instead of sleeping.
+// Test helpers for sources: a StreamConsumer that records what its stream received; RunUntil
+// (tests/support/wait.h) runs the loop until a condition holds.
 #ifndef FAULTLINE_TESTS_UNIT_SOURCE_RECORDING_CONSUMER_H_
 #define FAULTLINE_TESTS_UNIT_SOURCE_RECORDING_CONSUMER_H_
 
@@ -16,6 +16,7 @@
 #include "agent/core/asio.h"
 #include "agent/source/socket_peer.h"
 #include "agent/source/stream_consumer.h"
+#include "tests/support/wait.h"
 
 namespace faultline::testing {
 
@@ -79,18 +80,6 @@ struct Recorder {
     return all;
   }
 };
-
-// Runs `io` until `done` holds or `timeout` passes; true when it holds.
-inline bool RunUntil(asio::io_context& io, const std::function<bool()>& done,
-                     std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    io.restart();
-    io.run_for(std::chrono::milliseconds(5));
-  }
-  return true;
-}
 
 }  // namespace faultline::testing
 
