@@ -22,7 +22,7 @@
 //               Alertmanager's labels). A failure after a resolution by runs fires again, as a
 //               `recurrence`, however soon it comes: the receiver closed the alert.
 //
-// A run is one stream of a source (agent/app/agent.cc): a TCP connection from `make | nc`, a
+// A run is one stream of a source (agent/daemon/agent.cc): a TCP connection from `make | nc`, a
 // file until it is truncated for the next build, rotated away or deleted, a writer of a fifo,
 // stdin. The job is the source. A run is successful when it ended with lines in it and not one
 // failure (of any signature: a build that broke elsewhere says nothing about this one). A file

@@ -169,7 +169,7 @@ struct Config {
   bool http_listen_set = false;  // the file set http.listen (`watch -c` serves metrics only then)
   // A file holding the bearer token of the admin routes that change state (POST /-/reload, the
   // signature lifecycle's); empty: with alerts, one generated into the state folder, else those
-  // routes are refused (agent/app/admin_token.h). Absolute.
+  // routes are refused (agent/api/admin_token.h). Absolute.
   std::string http_admin_token_file;
 
   ReloadConfig reload;

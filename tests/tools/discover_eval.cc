@@ -33,8 +33,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "agent/app/cli.h"
-#include "agent/app/scan_file.h"
+#include "agent/cmd/cli.h"
+#include "agent/cmd/scan_file.h"
 #include "agent/discover/discovery.h"
 #include "agent/discover/masker.h"
 #include "agent/discover/template_miner.h"

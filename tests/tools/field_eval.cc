@@ -30,8 +30,8 @@
 #include <string>
 #include <vector>
 
-#include "agent/app/cli.h"
-#include "agent/app/scan_file.h"
+#include "agent/cmd/cli.h"
+#include "agent/cmd/scan_file.h"
 #include "agent/discover/discovery.h"
 #include "agent/discover/error_cues.h"
 

@@ -1,0 +1,43 @@
+#include "agent/api/unrecognised_json.h"
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "agent/framing/utf8.h"
+
+namespace faultline {
+namespace {
+
+int64_t Millis(std::chrono::system_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+
+}  // namespace
+
+std::string UnrecognisedJson(const Discovery& discovery) {
+  nlohmann::json templates = nlohmann::json::array();
+  for (const TemplateStats* t : discovery.Sorted()) {
+    nlohmann::json examples = nlohmann::json::array();
+    for (const std::string& e : t->examples) examples.push_back(SanitizeUtf8(e));
+    templates.push_back({{"template_id", t->id},
+                         {"template", SanitizeUtf8(t->text)},
+                         {"signature", "unrecognised." + t->id},
+                         {"cue", CueName(t->cue)},
+                         {"severity", SeverityName(CueSeverity(t->cue))},
+                         {"count", t->count},
+                         {"first",
+                          {{"source", t->first.source_id},
+                           {"file", SanitizeUtf8(t->first.stream)},
+                           {"line", t->first.line_number},
+                           {"text", SanitizeUtf8(t->first.text)}}},
+                         {"first_seen_ms", Millis(t->first_seen)},
+                         {"last_seen_ms", Millis(t->last_seen)},
+                         {"examples", examples}});
+  }
+  const nlohmann::json out = {{"unrecognised", templates},
+                              {"lines", discovery.lines()},
+                              {"evicted", discovery.evictions()}};
+  return out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace faultline

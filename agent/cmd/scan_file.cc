@@ -1,0 +1,63 @@
+#include "agent/cmd/scan_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <optional>
+
+#include "agent/framing/line_framer.h"
+#include "agent/match/stream_pipeline.h"
+#include "agent/source/input_reader.h"
+
+namespace faultline {
+
+bool ScanFd(int fd, const std::string& name, const std::shared_ptr<const RuleSet>& rules,
+            MatchScratch& scratch, size_t max_line_bytes, ScanReport& report,
+            const std::function<void(size_t)>& on_bytes, std::string* error, Discovery* discovery,
+            MatchAhead* ahead) {
+  report.BeginFile(name);
+  std::optional<StreamDiscovery> unrecognised;
+  if (discovery != nullptr) {
+    unrecognised.emplace(*discovery, "", name, rules->max_explain_window());
+  }
+  StreamPipeline pipeline(rules, &report, &scratch, max_line_bytes, nullptr, nullptr,
+                          unrecognised ? &*unrecognised : nullptr);
+  pipeline.set_match_ahead(ahead);
+  const InputReadResult read = ReadInput(fd, [&](std::string_view bytes) {
+    pipeline.Feed(bytes);
+    if (on_bytes) on_bytes(bytes.size());
+  });
+  pipeline.Finish();
+  report.EndFile(pipeline.lines(), pipeline.truncated_lines());
+  if (!read.ok()) {
+    *error = "cannot read " + name + ": " + read.error;
+    return false;
+  }
+  return true;
+}
+
+void ScanText(std::string_view text, const std::string& name,
+              const std::shared_ptr<const RuleSet>& rules, MatchScratch& scratch,
+              ScanReport& report) {
+  report.BeginFile(name);
+  StreamPipeline pipeline(rules, &report, &scratch, kDefaultMaxLineBytes);
+  pipeline.Feed(text);
+  pipeline.Finish();
+  report.EndFile(pipeline.lines(), pipeline.truncated_lines());
+}
+
+bool ScanPath(const std::string& path, const std::shared_ptr<const RuleSet>& rules,
+              MatchScratch& scratch, ScanReport& report, std::string* error) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *error = "cannot open " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  const bool ok = ScanFd(fd, path, rules, scratch, kDefaultMaxLineBytes, report, nullptr, error);
+  close(fd);
+  return ok;
+}
+
+}  // namespace faultline

@@ -1,0 +1,40 @@
+// Sources of `type: fifo`: one FifoReader per config entry (fifo_reader.h has what it does). A
+// pipe that cannot be made or opened is reported once and the other sources run on.
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+#include "agent/daemon/sources.h"
+#include "agent/source/fifo_reader.h"
+
+namespace faultline {
+namespace {
+
+class FifoSource : public Source {
+ public:
+  FifoSource(asio::io_context& io, std::string id, std::string path,
+             std::chrono::milliseconds quiet_after, StreamConsumerFactory consumers)
+      : id_(std::move(id)), reader_(io, std::move(path), quiet_after, std::move(consumers)) {}
+  void Start() override {
+    std::string error;
+    if (!reader_.Start(&error)) spdlog::error("source {}: {}; not reading it", id_, error);
+  }
+  void Stop() override { reader_.Stop(); }
+
+ private:
+  const std::string id_;
+  FifoReader reader_;
+};
+
+}  // namespace
+
+void BuildFifoSources(const SourceContext& context, std::vector<std::unique_ptr<Source>>& out) {
+  for (const FifoSourceConfig& source : context.config.fifo_sources) {
+    out.push_back(std::make_unique<FifoSource>(
+        context.io, source.id, source.path,
+        std::chrono::milliseconds(context.config.context_idle_flush_ms),
+        context.consumers(source.id)));
+  }
+}
+
+}  // namespace faultline

@@ -1,0 +1,119 @@
+#include "agent/daemon/source_set.h"
+
+#include <spdlog/spdlog.h>
+
+#include <set>
+
+namespace faultline {
+namespace {
+
+// One section of `base` (a Config with no sources) per entry of `list`, by id.
+template <typename Section>
+void AddSections(const Config& base, const std::vector<Section>& list,
+                 std::vector<Section> Config::*member, std::map<std::string, Config>& out) {
+  for (const Section& section : list) {
+    Config one = base;
+    (one.*member).push_back(section);
+    out.emplace(section.id, std::move(one));
+  }
+}
+
+}  // namespace
+
+// One line per source type in each of the two functions below: its list in Config.
+std::map<std::string, Config> SourceSections(const Config& config) {
+  Config base = config;
+  base.file_sources.clear();
+  base.net_sources.clear();
+  base.stdin_sources.clear();
+  base.fifo_sources.clear();
+  std::map<std::string, Config> sections;
+  AddSections(base, config.file_sources, &Config::file_sources, sections);
+  AddSections(base, config.net_sources, &Config::net_sources, sections);
+  AddSections(base, config.stdin_sources, &Config::stdin_sources, sections);
+  AddSections(base, config.fifo_sources, &Config::fifo_sources, sections);
+  return sections;
+}
+
+bool SameSourceSection(const Config& a, const Config& b) {
+  return a.file_sources == b.file_sources && a.net_sources == b.net_sources &&
+         a.stdin_sources == b.stdin_sources && a.fifo_sources == b.fifo_sources;
+}
+
+std::optional<SourceSet::Running> SourceSet::Start(Config section, std::string* error) {
+  Running running;
+  running.section = std::make_unique<Config>(std::move(section));
+  std::vector<std::unique_ptr<Source>> built = BuildSources(context_(*running.section));
+  // A section holds one source, so one builder made it.
+  if (!built.empty()) {
+    if (!built.front()->Open(error)) return std::nullopt;
+    running.source = std::move(built.front());
+    running.source->Start();
+  }
+  return running;
+}
+
+SourceSet::Changes SourceSet::Apply(const Config& config) {
+  Changes changes;
+  std::map<std::string, Config> next = SourceSections(config);
+  // Every source that changed or went is stopped before any starts, so that a socket address or
+  // file one of them releases is free for the one that takes it over.
+  std::set<std::string> changed;
+  for (auto it = running_.begin(); it != running_.end();) {
+    const auto wanted = next.find(it->first);
+    if (wanted != next.end() && SameSourceSection(*it->second.section, wanted->second)) {
+      next.erase(wanted);  // unchanged: keeps running
+      ++it;
+      continue;
+    }
+    if (it->second.source != nullptr) it->second.source->Stop();
+    if (wanted == next.end()) {
+      changes.stopped.push_back(it->first);
+    } else {
+      changed.insert(it->first);
+    }
+    it = running_.erase(it);
+  }
+  for (auto& [id, section] : next) {
+    std::string error;
+    std::optional<Running> started = Start(std::move(section), &error);
+    if (!started) {
+      changes.failed.emplace_back(id, std::move(error));
+      continue;
+    }
+    running_.emplace(id, std::move(*started));
+    (changed.count(id) != 0 ? changes.restarted : changes.started).push_back(id);
+  }
+  for (const std::string& id : changes.stopped) spdlog::info("source {} stopped", id);
+  for (const std::string& id : changes.restarted) spdlog::info("source {} restarted", id);
+  for (const auto& [id, error] : changes.failed) {
+    spdlog::error("source {} not started: {}", id, error);
+  }
+  return changes;
+}
+
+void SourceSet::Stop() {
+  for (auto& [id, running] : running_) {
+    if (running.source != nullptr) running.source->Stop();
+  }
+  running_.clear();
+}
+
+std::vector<std::pair<std::string, SourceStatus>> SourceSet::Status() const {
+  std::vector<std::pair<std::string, SourceStatus>> status;
+  for (const auto& [id, running] : running_) {
+    status.emplace_back(id, running.source != nullptr ? running.source->Status() : SourceStatus{});
+  }
+  return status;
+}
+
+std::string SourceSet::NotReadyReason() const {
+  for (const auto& [id, running] : running_) {
+    if (running.source == nullptr) continue;
+    std::string reason = running.source->NotReadyReason();
+    if (!reason.empty()) return "source " + id + ": " + reason;
+  }
+  return "";
+}
+
+}  // namespace faultline

@@ -1,0 +1,72 @@
+// Sources: the running sources of streams the config declares, built in one place.
+//
+// A Source turns one config section into streams and hands each stream's bytes to a consumer it
+// gets from SourceContext::consumers. BuildSources is the one registration point of source types:
+// adding a type (tcp, stdin, ...) is one file with its builder plus one entry in sources.cc; the
+// agent, the pipelines and the sinks do not change.
+//
+// Everything runs on the agent's event loop; Start and Stop are called once each, from it. A
+// source that cannot start a stream (a file it may not read) reports it and keeps the rest going;
+// nothing here throws.
+#ifndef FAULTLINE_DAEMON_SOURCES_H_
+#define FAULTLINE_DAEMON_SOURCES_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agent/config/config.h"
+#include "agent/core/asio.h"
+#include "agent/source/descriptor_budget.h"
+#include "agent/source/source_status.h"
+#include "agent/source/stream_consumer.h"
+
+namespace faultline {
+
+class FileStreamHost;
+
+class Source {
+ public:
+  virtual ~Source() = default;
+  // Load-time setup that can fail (binding a listener), before any source starts: false with
+  // the reason stops the agent's start.
+  virtual bool Open(std::string* /*error*/) { return true; }
+  virtual void Start() = 0;
+  // Ends every stream (each consumer gets OnEnd) and releases what the source holds.
+  virtual void Stop() = 0;
+  // What the status page shows of the source: its streams, their lag, its problems.
+  virtual SourceStatus Status() const { return {}; }
+  // Why the source cannot do its job as configured now (/readyz); empty when it can.
+  virtual std::string NotReadyReason() const { return ""; }
+};
+
+// What a source needs of the agent.
+struct SourceContext {
+  asio::io_context& io;
+  const Config& config;
+  // The consumer factory for the streams of source `source_id`.
+  std::function<StreamConsumerFactory(const std::string& source_id)> consumers;
+  // The same, for streams with labels of their own (syslog's host and app).
+  std::function<LabeledStreamConsumerFactory(const std::string& source_id)> labeled_consumers;
+  // Shared by every source that holds descriptors.
+  std::shared_ptr<DescriptorBudget> descriptors;
+  // Called once by a source whose streams have all ended for good (stdin closed, a watched
+  // command's output closed); when every source has ended, the agent stops. Sources that follow
+  // files, pipes or sockets never end and never call it.
+  std::function<void()> ended;
+  // Saved file streams and checkpoints (file_streams.h); null without a state store.
+  FileStreamHost* file_streams = nullptr;
+};
+
+std::vector<std::unique_ptr<Source>> BuildSources(const SourceContext& context);
+
+// The builders behind BuildSources, one per source type.
+void BuildFileSources(const SourceContext& context, std::vector<std::unique_ptr<Source>>& out);
+void BuildNetSources(const SourceContext& context, std::vector<std::unique_ptr<Source>>& out);
+void BuildStdinSources(const SourceContext& context, std::vector<std::unique_ptr<Source>>& out);
+void BuildFifoSources(const SourceContext& context, std::vector<std::unique_ptr<Source>>& out);
+
+}  // namespace faultline
+
+#endif  // FAULTLINE_DAEMON_SOURCES_H_
