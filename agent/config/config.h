@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -183,7 +184,7 @@ struct Config {
   // Unrecognised errors (agent/discover/): error lines no rule explains, mined into templates.
   bool discover_enabled = true;
   std::size_t discover_max_templates = 1000;
-  uint64_t discover_alert_after = 3;  // occurrences before a template is an alert event
+  uint64_t discover_alert_after = 3;     // occurrences before a template is an alert event
   std::size_t discover_max_series = 20;  // per-template metric series, most frequent first
 
   std::vector<FileSourceConfig> file_sources;
@@ -195,6 +196,21 @@ struct Config {
   std::vector<FixConfig> fixes;
   std::string fixes_file;  // `fixes: FILE`: where they came from (watched by reload.watch)
 };
+
+// Every source type's list in Config, once: the registration entry of a source type. BuildSources
+// (daemon/sources.cc), reload's comparison of sections (daemon/source_set.cc) and the counters
+// kept across a restart (daemon/agent.cc) walk this and name no list; a type listed here without
+// a BuildSource overload does not compile, and a list missing here fails the test
+// SourceTypes.EveryTypeTheLoaderAcceptsIsRegistered (tests/unit/daemon/source_types_test.cc).
+inline constexpr auto kSourceLists = std::make_tuple(&Config::file_sources, &Config::net_sources,
+                                                     &Config::stdin_sources, &Config::fifo_sources);
+
+// Calls `visit(list)` with each source type's list of `config` (const or not), in the order of
+// kSourceLists.
+template <typename ConfigT, typename Visit>
+void ForEachSourceList(ConfigT& config, Visit&& visit) {
+  std::apply([&](auto... member) { (visit(config.*member), ...); }, kSourceLists);
+}
 
 }  // namespace faultline
 

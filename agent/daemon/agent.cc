@@ -172,11 +172,11 @@ bool Agent::OpenState(std::string* error) {
   // Counters of every configured source continue (a pipe, stdin or a socket has no positions,
   // but its lines counter must not go back to 0); a source no longer configured loses them.
   const auto known_source = [this](const std::string& id) {
-    const auto same = [&](const auto& source) { return source.id == id; };
-    return std::any_of(config_.file_sources.begin(), config_.file_sources.end(), same) ||
-           std::any_of(config_.fifo_sources.begin(), config_.fifo_sources.end(), same) ||
-           std::any_of(config_.stdin_sources.begin(), config_.stdin_sources.end(), same) ||
-           std::any_of(config_.net_sources.begin(), config_.net_sources.end(), same);
+    bool known = false;
+    ForEachSourceList(config_, [&](const auto& list) {
+      for (const auto& source : list) known = known || source.id == id;
+    });
+    return known;
   };
   metrics_.RestoreCounters(counter_states_->saved(), known_source);
   if (store_->loaded()) {
