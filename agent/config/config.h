@@ -6,7 +6,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -131,6 +134,56 @@ struct ReceiverConfig {
   int line = 0;  // where it was defined, for later errors
   bool operator==(const ReceiverConfig&) const = default;
 };
+
+// Every receiver type, once, in the enum's order: the registration entry of a receiver type. The
+// loader accepts exactly the names of ReceiverTypeName; a new enumerator without a name fails to
+// compile (-Werror=switch here and in Receiver::Prepare, alert/receiver.cc), and one missing
+// from this table fails the static_assert below.
+inline constexpr ReceiverConfig::Type kReceiverTypes[] = {
+    ReceiverConfig::Type::kSlack,
+    ReceiverConfig::Type::kWebhook,
+    ReceiverConfig::Type::kAlertmanager,
+};
+
+// The name of `type` in the config (`type: slack`); empty for a value that is no enumerator.
+constexpr std::string_view ReceiverTypeName(ReceiverConfig::Type type) {
+  switch (type) {
+    case ReceiverConfig::Type::kSlack:
+      return "slack";
+    case ReceiverConfig::Type::kWebhook:
+      return "webhook";
+    case ReceiverConfig::Type::kAlertmanager:
+      return "alertmanager";
+  }
+  return "";
+}
+
+constexpr bool EveryReceiverTypeListed() {
+  for (std::size_t i = 0; i < std::size(kReceiverTypes); ++i) {
+    if (kReceiverTypes[i] != static_cast<ReceiverConfig::Type>(i)) return false;
+  }
+  return ReceiverTypeName(static_cast<ReceiverConfig::Type>(std::size(kReceiverTypes))).empty();
+}
+static_assert(EveryReceiverTypeListed(),
+              "kReceiverTypes must list every ReceiverConfig::Type, in order");
+
+// The type named `name`, or none.
+constexpr std::optional<ReceiverConfig::Type> ReceiverTypeNamed(std::string_view name) {
+  for (ReceiverConfig::Type type : kReceiverTypes) {
+    if (ReceiverTypeName(type) == name) return type;
+  }
+  return std::nullopt;
+}
+
+// "slack, webhook, alertmanager": what an error lists as allowed.
+inline std::string ReceiverTypeNames() {
+  std::string out;
+  for (ReceiverConfig::Type type : kReceiverTypes) {
+    if (!out.empty()) out += ", ";
+    out += ReceiverTypeName(type);
+  }
+  return out;
+}
 
 // A fix shipped in the config (`fixes:`), fleet-wide.
 struct FixConfig {
