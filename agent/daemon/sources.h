@@ -2,7 +2,7 @@
 //
 // A Source turns one config section into streams and hands each stream's bytes to a consumer it
 // gets from SourceContext::consumers. A source type is registered once, by its list's entry in
-// kSourceLists (config/config.h): BuildSources, reload and the restart's counters walk that
+// kSourceLists (agent/config/config.h): BuildSources, reload and the restart's counters walk that
 // table, and BuildSources calls the type's BuildSource overload below (defined in the type's own
 // file, <type>_source.cc), so a registered type without one does not compile. CONTRIBUTING.md
 // has every step; the agent, the pipelines and the sinks do not change.

@@ -1,5 +1,5 @@
-// Every receiver type of kReceiverTypes (config/config.h) is accepted by the loader under its
-// name and comes back as that type; an unknown name is refused, listing exactly those names.
+// Every receiver type of kReceiverTypes (agent/config/config.h) is accepted by the loader under
+// its name and comes back as that type; an unknown name is refused, listing exactly those names.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 

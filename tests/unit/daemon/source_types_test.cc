@@ -1,6 +1,6 @@
-// Every source type the config loader accepts is registered (kSourceLists, config/config.h): a
-// type whose list is missing there would be parsed and then silently never started, its changes
-// not seen by a reload, and its counters dropped at a restart.
+// Every source type the config loader accepts is registered (kSourceLists,
+// agent/config/config.h): a type whose list is missing there would be parsed and then silently
+// never started, its changes not seen by a reload, and its counters dropped at a restart.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
