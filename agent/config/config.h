@@ -6,7 +6,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -131,6 +135,56 @@ struct ReceiverConfig {
   bool operator==(const ReceiverConfig&) const = default;
 };
 
+// Every receiver type, once, in the enum's order: the registration entry of a receiver type. The
+// loader accepts exactly the names of ReceiverTypeName; a new enumerator without a name fails to
+// compile (-Werror=switch here and in Receiver::Prepare, alert/receiver.cc), and one missing
+// from this table fails the static_assert below.
+inline constexpr ReceiverConfig::Type kReceiverTypes[] = {
+    ReceiverConfig::Type::kSlack,
+    ReceiverConfig::Type::kWebhook,
+    ReceiverConfig::Type::kAlertmanager,
+};
+
+// The name of `type` in the config (`type: slack`); empty for a value that is no enumerator.
+constexpr std::string_view ReceiverTypeName(ReceiverConfig::Type type) {
+  switch (type) {
+    case ReceiverConfig::Type::kSlack:
+      return "slack";
+    case ReceiverConfig::Type::kWebhook:
+      return "webhook";
+    case ReceiverConfig::Type::kAlertmanager:
+      return "alertmanager";
+  }
+  return "";
+}
+
+constexpr bool EveryReceiverTypeListed() {
+  for (std::size_t i = 0; i < std::size(kReceiverTypes); ++i) {
+    if (kReceiverTypes[i] != static_cast<ReceiverConfig::Type>(i)) return false;
+  }
+  return ReceiverTypeName(static_cast<ReceiverConfig::Type>(std::size(kReceiverTypes))).empty();
+}
+static_assert(EveryReceiverTypeListed(),
+              "kReceiverTypes must list every ReceiverConfig::Type, in order");
+
+// The type named `name`, or none.
+constexpr std::optional<ReceiverConfig::Type> ReceiverTypeNamed(std::string_view name) {
+  for (ReceiverConfig::Type type : kReceiverTypes) {
+    if (ReceiverTypeName(type) == name) return type;
+  }
+  return std::nullopt;
+}
+
+// "slack, webhook, alertmanager": what an error lists as allowed.
+inline std::string ReceiverTypeNames() {
+  std::string out;
+  for (ReceiverConfig::Type type : kReceiverTypes) {
+    if (!out.empty()) out += ", ";
+    out += ReceiverTypeName(type);
+  }
+  return out;
+}
+
 // A fix shipped in the config (`fixes:`), fleet-wide.
 struct FixConfig {
   std::string signature;  // a signature or a rule id
@@ -183,7 +237,7 @@ struct Config {
   // Unrecognised errors (agent/discover/): error lines no rule explains, mined into templates.
   bool discover_enabled = true;
   std::size_t discover_max_templates = 1000;
-  uint64_t discover_alert_after = 3;  // occurrences before a template is an alert event
+  uint64_t discover_alert_after = 3;     // occurrences before a template is an alert event
   std::size_t discover_max_series = 20;  // per-template metric series, most frequent first
 
   std::vector<FileSourceConfig> file_sources;
@@ -195,6 +249,21 @@ struct Config {
   std::vector<FixConfig> fixes;
   std::string fixes_file;  // `fixes: FILE`: where they came from (watched by reload.watch)
 };
+
+// Every source type's list in Config, once: the registration entry of a source type. BuildSources
+// (daemon/sources.cc), reload's comparison of sections (daemon/source_set.cc) and the counters
+// kept across a restart (daemon/agent.cc) walk this and name no list; a type listed here without
+// a BuildSource overload does not compile, and a list missing here fails the test
+// SourceTypes.EveryTypeTheLoaderAcceptsIsRegistered (tests/unit/daemon/source_types_test.cc).
+inline constexpr auto kSourceLists = std::make_tuple(&Config::file_sources, &Config::net_sources,
+                                                     &Config::stdin_sources, &Config::fifo_sources);
+
+// Calls `visit(list)` with each source type's list of `config` (const or not), in the order of
+// kSourceLists.
+template <typename ConfigT, typename Visit>
+void ForEachSourceList(ConfigT& config, Visit&& visit) {
+  std::apply([&](auto... member) { (visit(config.*member), ...); }, kSourceLists);
+}
 
 }  // namespace faultline
 

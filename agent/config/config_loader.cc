@@ -963,11 +963,13 @@ class ConfigParser {
         }
       } else if (f.name == "type") {
         has_type = true;
-        if (auto v = Choice(f, key, {"slack", "webhook", "alertmanager"})) {
-          r.type = *v == "slack"     ? ReceiverConfig::Type::kSlack
-                   : *v == "webhook" ? ReceiverConfig::Type::kWebhook
-                                     : ReceiverConfig::Type::kAlertmanager;
+        const std::optional<std::string> v = Scalar(f, key);
+        if (const auto type = v ? ReceiverTypeNamed(*v) : std::nullopt) {
+          r.type = *type;
         } else {
+          if (v) {
+            AddError(LineOf(f.key), key, "'" + *v + "' is not one of: " + ReceiverTypeNames());
+          }
           fail();
         }
       } else if (f.name == "url") {
@@ -1068,7 +1070,8 @@ class ConfigParser {
       ok = false;
     }
     if (!has_type) {
-      AddError(r.line, Join(path, "type"), "required key is missing; allowed: slack, webhook, alertmanager");
+      AddError(r.line, Join(path, "type"),
+               "required key is missing; allowed: " + ReceiverTypeNames());
       ok = false;
     }
     if (ok && r.urls.empty()) {

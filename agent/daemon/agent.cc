@@ -16,8 +16,6 @@
 #include "agent/api/status_page.h"
 #include "agent/api/unrecognised_json.h"
 #include "agent/framing/utf8.h"
-#include "agent/match/stream_pipeline.h"
-#include "agent/source/line_times.h"
 
 namespace faultline {
 
@@ -46,207 +44,35 @@ class Agent::AlertSink : public FindingEventSink {
   Alerting& alerting_;
 };
 
-// One stream of any source: its pipeline and the counters of its source. With alerts, its
-// batches are shown to the alert lifecycle too (package versions, lines after a hit).
-//
-// A stream resumed from a checkpoint starts reading at the checkpoint's committed position, so it
-// reads again the lines between there and where the checkpoint's stream had read (read_line):
-// their lines, bytes and findings were counted before the restart, except the findings still
-// pending then, and only those are let through to the fan-out. From read_line on everything counts.
-// A file stream ignores everything once the agent is stopping (`frozen`): its position was saved
-// as it stood, and what it holds is read again after the restart.
-class Agent::MatchedStream : public ResumableConsumer, private FindingSink, private BatchObserver {
+// Shows the alert lifecycle every stream's batches and end.
+class Agent::AlertStreams : public StreamWatcher {
  public:
-  // `discovery`, when given, records this stream's unrecognised errors.
-  MatchedStream(StreamOrigin origin, const std::shared_ptr<const RuleSet>& rules,
-                FindingSink* findings, MatchScratch* scratch, size_t max_line_bytes,
-                Metrics& metrics, Metrics::SourceCounters counters, Discovery* discovery,
-                std::unordered_set<MatchedStream*>& live, Alerting* alerting, uint64_t offset = 0,
-                const StreamState* resumed = nullptr, const bool* frozen = nullptr,
-                Metrics::FileSeries* file = nullptr)
-      : origin_(std::move(origin)),
-        findings_(findings),
-        resume_(ResumeAt(offset, resumed)),
-        unrecognised_(discovery == nullptr ? std::nullopt
-                                           : std::make_optional<StreamDiscovery>(
-                                                 *discovery, origin_.source_id, origin_.stream_name,
-                                                 rules->max_explain_window())),
-        pipeline_(rules, this, scratch, max_line_bytes, &origin_, &resume_,
-                  unrecognised_ ? &*unrecognised_ : nullptr),
-        metrics_(metrics),
-        counters_(counters),
-        frozen_(frozen),
-        file_(file),
-        counted_lines_(resumed != nullptr ? resumed->read_line : 0),
-        counted_offset_(resumed != nullptr ? std::max(resumed->read_offset, offset) : offset),
-        replay_line_(resumed != nullptr ? resumed->read_line : 0),
-        replay_offset_(counted_offset_),
-        live_(live),
-        alerting_(alerting) {
-    if (resumed != nullptr) pending_ = resumed->pending_hits;
-    live_.insert(this);
-    if (alerting_ != nullptr) pipeline_.set_observer(this);
+  explicit AlertStreams(Alerting& alerting) : alerting_(alerting) {}
+  void OnBatch(const StreamOrigin& origin, const LineBatch& batch, uint64_t first_line,
+               bool matched) override {
+    alerting_.OnBatch(origin.stream_id, origin.source_id, batch, first_line, matched);
   }
-  ~MatchedStream() override {
-    live_.erase(this);
-    metrics_.ReleaseFile(file_);
-  }
-
-  // A reload: the same stream, framer and pending context, matched by the new rules.
-  void Rebind(const std::shared_ptr<const RuleSet>& rules, MatchScratch* scratch) {
-    pipeline_.Rebind(rules, scratch);
-    if (unrecognised_) unrecognised_->SetExplainWindow(rules->max_explain_window());
-  }
-
-  void OnBytes(std::string_view bytes) override {
-    if (Frozen()) return;
-    if (!line_times_.empty()) line_times_.Begin(pipeline_.lines() + 1, std::nullopt);
-    pipeline_.Feed(bytes);
-    Drained();
-  }
-  // Each run's lines get its time before they are framed: a batch filled while framing them is
-  // matched at once (line_times.h).
-  void OnTimedBytes(std::string_view bytes, std::span<const TimedRun> runs) override {
-    if (Frozen()) return;
-    std::size_t begin = 0;
-    for (const TimedRun& run : runs) {
-      line_times_.Begin(pipeline_.lines() + 1, run.time_ms);
-      pipeline_.Feed(bytes.substr(begin, run.end - begin));
-      begin = run.end;
-    }
-    if (begin < bytes.size()) {
-      line_times_.Begin(pipeline_.lines() + 1, std::nullopt);
-      pipeline_.Feed(bytes.substr(begin));
-    }
-    Drained();
-  }
-  void OnQuiet() override {
-    if (Frozen()) return;
-    if (pipeline_.has_pending() || (unrecognised_ && unrecognised_->held() > 0)) {
-      pipeline_.SettlePending();
-      Account();
-    }
-  }
-  void OnPartialTimeout() override {
-    if (Frozen() || !pipeline_.has_partial()) return;
-    pipeline_.FlushPartial();
-    Account();
-  }
-  void OnEnd() override {
-    if (Frozen()) return;
-    pipeline_.Finish();
-    Account();
-    // After Finish: the run's last findings decide whether it was successful.
-    if (alerting_ != nullptr) alerting_->OnStreamEnd(origin_.stream_id);
-  }
-
-  StreamState State() const override {
-    StreamState state = pipeline_.State();
-    if (state.read_line < replay_line_) {
-      // Still reading again what was counted: the saved pending hits not reached yet stay
-      // pending, and the lines up to replay_line_ stay counted.
-      for (const PendingHitState& hit : pending_) {
-        if (hit.line_number > state.read_line) state.pending_hits.push_back(hit);
-      }
-      state.read_line = replay_line_;
-    }
-    state.read_offset = counted_offset_;
-    return state;
-  }
+  void OnStreamEnd(const StreamOrigin& origin) override { alerting_.OnStreamEnd(origin.stream_id); }
 
  private:
-  static StreamResume ResumeAt(uint64_t offset, const StreamState* resumed) {
-    if (resumed != nullptr) return StreamResume{resumed->committed, resumed->committed_line};
-    return StreamResume{FramerPosition{offset, false, false}, 0};
-  }
-
-  void Drained() {
-    pipeline_.Drain();  // a daemon reports within milliseconds, not when a batch fills
-    Account();
-    // Every line so far has had its findings: their times are no longer needed.
-    if (!line_times_.empty() && !pipeline_.has_pending()) line_times_.Clear();
-  }
-
-  // FindingSink: what the pipeline finds, less what was counted before a restart, with the time
-  // its line was written when the source said.
-  void OnFinding(const Finding& finding) override {
-    if (finding.line_number <= replay_line_ && !WasPending(finding)) return;
-    if (!line_times_.empty()) {
-      if (const std::optional<int64_t> at = line_times_.At(finding.line_number)) {
-        Finding timed = finding;
-        timed.line_time_ms = at;
-        findings_->OnFinding(timed);
-        return;
-      }
-    }
-    findings_->OnFinding(finding);
-  }
-  bool WasPending(const Finding& finding) const {
-    return std::any_of(pending_.begin(), pending_.end(), [&](const PendingHitState& hit) {
-      return hit.line_number == finding.line_number && hit.rule_id == finding.rule->id;
-    });
-  }
-  bool Frozen() const { return frozen_ != nullptr && *frozen_; }
-
-  void Account() {
-    const uint64_t lines = pipeline_.lines();
-    if (lines > counted_lines_) {
-      counters_.lines->Increment(static_cast<double>(lines - counted_lines_));
-      metrics_.CountFileLines(file_, lines - counted_lines_);
-      counted_lines_ = lines;
-    }
-    const uint64_t offset = pipeline_.read_offset();
-    if (offset > counted_offset_) {
-      counters_.bytes->Increment(static_cast<double>(offset - counted_offset_));
-      counted_offset_ = offset;
-    }
-    // A line cut while reading again was counted before, unless it lies past the old read point
-    // (a cut line straddling that point is counted: the framer counts cuts, not their places).
-    const uint64_t truncated = pipeline_.truncated_lines();
-    if (truncated != counted_truncated_ && offset > replay_offset_) {
-      metrics_.AddTruncatedLines(truncated - counted_truncated_);
-    }
-    counted_truncated_ = truncated;
-    if (unrecognised_) {
-      // Lines read again after a restart were counted before it (a line held for its explain
-      // window across the old read point counts as it is released).
-      const uint64_t n = unrecognised_->unrecognised_lines();
-      if (lines > replay_line_) {
-        counters_.unrecognised->Increment(static_cast<double>(n - counted_unrecognised_));
-      }
-      counted_unrecognised_ = n;
-    }
-  }
-
-  void OnBatch(const LineBatch& batch, uint64_t first_line, bool matched) override {
-    alerting_->OnBatch(origin_.stream_id, origin_.source_id, batch, first_line, matched);
-  }
-
-  const StreamOrigin origin_;
-  FindingSink* const findings_;
-  const StreamResume resume_;
-  std::optional<StreamDiscovery> unrecognised_;
-  StreamPipeline pipeline_;
-  LineTimes line_times_;
-  Metrics& metrics_;
-  const Metrics::SourceCounters counters_;
-  const bool* const frozen_;
-  Metrics::FileSeries* const file_;  // per-file series of a file stream, else null
-  uint64_t counted_lines_;
-  uint64_t counted_offset_;
-  uint64_t counted_truncated_ = 0;
-  // A resumed stream: lines up to replay_line_ were counted before the restart, bytes up to
-  // replay_offset_, and of the findings on those lines only pending_ were not.
-  const uint64_t replay_line_;
-  const uint64_t replay_offset_;
-  std::vector<PendingHitState> pending_;
-  uint64_t counted_unrecognised_ = 0;
-  std::unordered_set<MatchedStream*>& live_;
-  Alerting* const alerting_;
+  Alerting& alerting_;
 };
 
 void Agent::RebindStreams(const std::shared_ptr<const RuleSet>& rules, MatchScratch* scratch) {
-  for (MatchedStream* stream : live_streams_) stream->Rebind(rules, scratch);
+  live_streams_.Rebind(rules, scratch);
+}
+
+MatchedStream::Wiring Agent::StreamWiring() {
+  return MatchedStream::Wiring{
+      .rules = rules_,
+      .scratch = scratch_.get(),
+      .max_line_bytes = config_.max_line_bytes,
+      .findings = &findings_,
+      .metrics = &metrics_,
+      .discovery = config_.discover_enabled ? &discovery_ : nullptr,
+      .watcher = alert_streams_.get(),
+      .live = &live_streams_,
+  };
 }
 
 namespace {
@@ -306,6 +132,7 @@ bool Agent::CreateAlerting(std::string* error) {
 void Agent::StartAlerting() {
   if (alerting_ == nullptr) return;
   alert_sink_ = std::make_unique<AlertSink>(*alerting_);
+  alert_streams_ = std::make_unique<AlertStreams>(*alerting_);
   events_.Add(alert_sink_.get());
   if (options_.serve_http) AddLifecycleRoutes();
   alerting_->SetCheckpointRequest([this] { RequestCheckpoint(); });
@@ -345,11 +172,11 @@ bool Agent::OpenState(std::string* error) {
   // Counters of every configured source continue (a pipe, stdin or a socket has no positions,
   // but its lines counter must not go back to 0); a source no longer configured loses them.
   const auto known_source = [this](const std::string& id) {
-    const auto same = [&](const auto& source) { return source.id == id; };
-    return std::any_of(config_.file_sources.begin(), config_.file_sources.end(), same) ||
-           std::any_of(config_.fifo_sources.begin(), config_.fifo_sources.end(), same) ||
-           std::any_of(config_.stdin_sources.begin(), config_.stdin_sources.end(), same) ||
-           std::any_of(config_.net_sources.begin(), config_.net_sources.end(), same);
+    bool known = false;
+    ForEachSourceList(config_, [&](const auto& list) {
+      for (const auto& source : list) known = known || source.id == id;
+    });
+    return known;
   };
   metrics_.RestoreCounters(counter_states_->saved(), known_source);
   if (store_->loaded()) {
@@ -464,12 +291,15 @@ std::unique_ptr<ResumableConsumer> Agent::StartFileStream(const std::string& sou
                                                           const std::string& path, uint64_t offset,
                                                           const SavedStream* resumed,
                                                           const bool* frozen) {
-  return std::make_unique<MatchedStream>(
-      StreamOrigin{source_id, ++streams_started_, path}, rules_, &findings_, scratch_.get(),
-      config_.max_line_bytes, metrics_, metrics_.ForSource(source_id),
-      config_.discover_enabled ? &discovery_ : nullptr, live_streams_, alerting_.get(), offset,
-      resumed != nullptr ? &resumed->state : nullptr, frozen,
-      metrics_.AcquireFile(source_id, path));
+  return std::make_unique<MatchedStream>(MatchedStream::Options{
+      .wiring = StreamWiring(),
+      .origin = StreamOrigin{source_id, ++streams_started_, path},
+      .counters = metrics_.ForSource(source_id),
+      .file = metrics_.AcquireFile(source_id, path),
+      .resume = {.offset = offset,
+                 .saved = resumed != nullptr ? &resumed->state : nullptr,
+                 .frozen = frozen},
+  });
 }
 
 void Agent::HandOver(const std::string& source_id, std::vector<SavedStream> streams) {
@@ -553,19 +383,21 @@ SourceContext Agent::ContextFor(const Config& section) {
       .consumers = [this](const std::string& source_id) -> StreamConsumerFactory {
         const Metrics::SourceCounters counters = metrics_.ForSource(source_id);
         return [this, counters, source_id](const std::string& name) {
-          return std::make_unique<MatchedStream>(
-              StreamOrigin{source_id, ++streams_started_, name}, rules_, &findings_, scratch_.get(),
-              config_.max_line_bytes, metrics_, counters,
-              config_.discover_enabled ? &discovery_ : nullptr, live_streams_, alerting_.get());
+          return std::make_unique<MatchedStream>(MatchedStream::Options{
+              .wiring = StreamWiring(),
+              .origin = StreamOrigin{source_id, ++streams_started_, name},
+              .counters = counters,
+          });
         };
       },
       .labeled_consumers = [this](const std::string& source_id) -> LabeledStreamConsumerFactory {
         const Metrics::SourceCounters counters = metrics_.ForSource(source_id);
         return [this, counters, source_id](const std::string& name, const StreamLabels& labels) {
-          return std::make_unique<MatchedStream>(
-              StreamOrigin{source_id, ++streams_started_, name, labels}, rules_, &findings_,
-              scratch_.get(), config_.max_line_bytes, metrics_, counters,
-              config_.discover_enabled ? &discovery_ : nullptr, live_streams_, alerting_.get());
+          return std::make_unique<MatchedStream>(MatchedStream::Options{
+              .wiring = StreamWiring(),
+              .origin = StreamOrigin{source_id, ++streams_started_, name, labels},
+              .counters = counters,
+          });
         };
       },
       .descriptors = descriptors_,

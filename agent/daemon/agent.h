@@ -1,13 +1,14 @@
 // Agent: the daemon behind `faultline run`. It wires the stages of docs/design.md together on one
-// Asio event loop: sources (file tailers, sockets) -> framing and matching (one StreamPipeline
-// per stream) -> the finding fan-out (metrics first; the lifecycle tracker and alert policy are
-// added to the same fan-out; owned events feed the latest hit per signature and the per-signature
-// tally) and the HTTP listener that serves /metrics, /healthz, /readyz, /api/v1/findings,
-// /api/v1/unrecognised, the status page `/` and /api/v1/status (agent_status.cc builds what the
-// last two show). Each stream also has a StreamDiscovery (agent/discover/) when
-// discover.enabled: error lines no rule explains go to the agent's one Discovery. Its alert hook
-// (Discovery::SetAlertHook: an owned FindingEvent for signature `unrecognised.<template id>` once
-// a template has discover.alert_after lines) goes to the alert side, when there is one.
+// Asio event loop: sources (file tailers, sockets) -> framing, matching and counting (one
+// MatchedStream per stream, agent/stream/matched_stream.h) -> the finding fan-out (metrics first;
+// the lifecycle tracker and alert policy are added to the same fan-out; owned events feed the
+// latest hit per signature and the per-signature tally) and the HTTP listener that serves /metrics,
+// /healthz, /readyz, /api/v1/findings, /api/v1/unrecognised, the status page `/` and /api/v1/status
+// (agent_status.cc builds what the last two show). Each stream also has a StreamDiscovery
+// (agent/discover/) when discover.enabled: error lines no rule explains go to the agent's one
+// Discovery. Its alert hook (Discovery::SetAlertHook: an owned FindingEvent for signature
+// `unrecognised.<template id>` once a template has discover.alert_after lines) goes to the alert
+// side, when there is one.
 //
 // State (state.dir, agent/state/state_store.h): Start opens the store before anything is read,
 // restores the counters and the alert side (lifecycle, group_wait, outbox: alert_states.h) and
@@ -40,19 +41,18 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include "agent/alert/alert_states.h"
 #include "agent/alert/alerting.h"
+#include "agent/api/status_report.h"
+#include "agent/config/config.h"
+#include "agent/core/asio.h"
 #include "agent/daemon/config_watcher.h"
 #include "agent/daemon/file_streams.h"
 #include "agent/daemon/reload_coordinator.h"
 #include "agent/daemon/source_set.h"
 #include "agent/daemon/sources.h"
-#include "agent/api/status_report.h"
-#include "agent/config/config.h"
-#include "agent/core/asio.h"
 #include "agent/discover/discovery.h"
 #include "agent/http/http_server.h"
 #include "agent/match/rule_set.h"
@@ -63,6 +63,7 @@
 #include "agent/state/counter_states.h"
 #include "agent/state/state_store.h"
 #include "agent/state/stream_states.h"
+#include "agent/stream/matched_stream.h"
 
 namespace faultline {
 
@@ -98,8 +99,8 @@ class Agent : private FileStreamHost {
 
  private:
   class MetricsSink;
-  class MatchedStream;
   class AlertSink;
+  class AlertStreams;
 
   // Opens the state store and restores the counters (and the alert lifecycle and outbox, when
   // alerting exists by then); false (with *error) when the agent must not start.
@@ -148,8 +149,10 @@ class Agent : private FileStreamHost {
   void StartReloads();
   void AddReloadRoute();
   std::vector<std::string> ApplyReload(LoadedConfig next, std::string* summary);
-  // Every live stream goes on with `rules` (StreamPipeline::Rebind).
+  // Every live stream goes on with `rules` (MatchedStream::Rebind).
   void RebindStreams(const std::shared_ptr<const RuleSet>& rules, MatchScratch* scratch);
+  // What every new stream shares: the rules in use now, the fan-out, metrics, discovery, alerts.
+  MatchedStream::Wiring StreamWiring();
   void OnReloadResult(const ReloadResult& result);
   // Engine errors of every scratch the agent used, the one in use and those reloads retired.
   MatchErrors MatchErrorTotals() const;
@@ -180,6 +183,7 @@ class Agent : private FileStreamHost {
   // Null unless the config has `alerts:`. Declared before the sources, whose streams use it.
   std::unique_ptr<Alerting> alerting_;
   std::unique_ptr<AlertSink> alert_sink_;
+  std::unique_ptr<AlertStreams> alert_streams_;  // what MatchedStream shows the alert side
   // The state store and its participants (a participant must outlive the store); null when
   // options_.keep_state is false.
   std::unique_ptr<AlertStates> alert_states_;  // null without alerting
@@ -195,7 +199,7 @@ class Agent : private FileStreamHost {
   // Called by the next checkpoint to start (CommitThen): it holds what changed before they asked.
   std::vector<std::function<void(const std::string& error)>> commit_waiters_;
   // Every stream's pipeline, for a reload to rebind (declared before the sources that own them).
-  std::unordered_set<MatchedStream*> live_streams_;
+  LiveStreams live_streams_;
   SourceSet sources_;                                   // the config's sources, by id
   std::vector<std::unique_ptr<Source>> extra_running_;  // from extra_sources_, never reloaded
   size_t ended_sources_ = 0;

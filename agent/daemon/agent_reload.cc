@@ -22,8 +22,8 @@
 
 #include <set>
 
-#include "agent/daemon/agent.h"
 #include "agent/api/alert_routes.h"
+#include "agent/daemon/agent.h"
 #include "agent/discover/error_cues.h"
 
 namespace faultline {

@@ -3,8 +3,8 @@
 #include <map>
 #include <string_view>
 
-#include "agent/daemon/agent.h"
 #include "agent/core/version.h"
+#include "agent/daemon/agent.h"
 #include "agent/framing/utf8.h"
 
 namespace faultline {

@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include "agent/rules/rule_loader.h"
+
 namespace faultline {
 namespace {
 
@@ -16,14 +18,6 @@ namespace fs = std::filesystem;
 
 constexpr uint32_t kMask = IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO |
                            IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR;
-
-bool IsRuleFile(const std::string& name) {
-  const auto ends = [&name](std::string_view suffix) {
-    return name.size() >= suffix.size() &&
-           name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
-  };
-  return ends(".yaml") || ends(".yml");
-}
 
 }  // namespace
 
@@ -127,7 +121,10 @@ void ConfigWatcher::OnEvent(int wd, uint32_t mask, const std::string& name) {
   const bool is_dir = (mask & IN_ISDIR) != 0;
   bool relevant = false;
   if (folder.config_folder && (name == config_name_ || name.rfind("..", 0) == 0)) relevant = true;
-  if (folder.rule_folder && (IsRuleFile(name) || is_dir)) relevant = true;
+  // Rules and the versions files beside them are both reloaded (rule_loader.h defines them).
+  if (folder.rule_folder && (ClassifyRulePackFile(name) != RulePackFile::kOther || is_dir)) {
+    relevant = true;
+  }
   if (folder.rule_folder && is_dir && (mask & (IN_CREATE | IN_MOVED_TO))) {
     AddTree(folder.path + "/" + name);
   }

@@ -5,7 +5,8 @@
 //
 // What counts as a change: in the config file's folder, a write, create, rename or delete of the
 // config file itself, or of a name starting with ".." (a Kubernetes ConfigMap swaps its files
-// through a `..data` link); in the rule folders and below, of any *.yaml or *.yml, and folders
+// through a `..data` link); in the rule folders and below, of any rule or versions file
+// (ClassifyRulePackFile, rules/rule_loader.h: the loader's own definition), and folders
 // created or removed there (which are watched or forgotten as they come and go). Temporary
 // files of editors do not end in .yaml, so they do not count.
 //

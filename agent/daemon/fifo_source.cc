@@ -28,13 +28,11 @@ class FifoSource : public Source {
 
 }  // namespace
 
-void BuildFifoSources(const SourceContext& context, std::vector<std::unique_ptr<Source>>& out) {
-  for (const FifoSourceConfig& source : context.config.fifo_sources) {
-    out.push_back(std::make_unique<FifoSource>(
-        context.io, source.id, source.path,
-        std::chrono::milliseconds(context.config.context_idle_flush_ms),
-        context.consumers(source.id)));
-  }
+std::unique_ptr<Source> BuildSource(const SourceContext& context, const FifoSourceConfig& source) {
+  return std::make_unique<FifoSource>(
+      context.io, source.id, source.path,
+      std::chrono::milliseconds(context.config.context_idle_flush_ms),
+      context.consumers(source.id));
 }
 
 }  // namespace faultline

@@ -102,21 +102,19 @@ class FileSource : public Source, public FileResume, public FileStreamSet {
 
 }  // namespace
 
-void BuildFileSources(const SourceContext& context, std::vector<std::unique_ptr<Source>>& out) {
-  for (const FileSourceConfig& source : context.config.file_sources) {
-    FileTailerOptions options;
-    options.patterns = source.paths;
-    options.exclude = source.exclude;
-    options.start_at_end = source.start_at == StartAt::kEnd;
-    options.poll_interval = std::chrono::milliseconds(source.poll_interval_ms);
-    options.rescan_interval = std::chrono::milliseconds(source.rescan_interval_ms);
-    options.quiet_after = std::chrono::milliseconds(context.config.context_idle_flush_ms);
-    options.rotate_wait = std::chrono::milliseconds(source.rotate_wait_ms);
-    options.partial_flush_after = std::chrono::milliseconds(source.partial_flush_ms);
-    options.descriptors = context.descriptors;
-    out.push_back(std::make_unique<FileSource>(context.io, source.id, std::move(options),
-                                               context.consumers(source.id), context.file_streams));
-  }
+std::unique_ptr<Source> BuildSource(const SourceContext& context, const FileSourceConfig& source) {
+  FileTailerOptions options;
+  options.patterns = source.paths;
+  options.exclude = source.exclude;
+  options.start_at_end = source.start_at == StartAt::kEnd;
+  options.poll_interval = std::chrono::milliseconds(source.poll_interval_ms);
+  options.rescan_interval = std::chrono::milliseconds(source.rescan_interval_ms);
+  options.quiet_after = std::chrono::milliseconds(context.config.context_idle_flush_ms);
+  options.rotate_wait = std::chrono::milliseconds(source.rotate_wait_ms);
+  options.partial_flush_after = std::chrono::milliseconds(source.partial_flush_ms);
+  options.descriptors = context.descriptors;
+  return std::make_unique<FileSource>(context.io, source.id, std::move(options),
+                                      context.consumers(source.id), context.file_streams);
 }
 
 }  // namespace faultline

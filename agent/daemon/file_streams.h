@@ -21,14 +21,9 @@
 #include "agent/sink/metrics.h"
 #include "agent/source/stream_consumer.h"
 #include "agent/state/stream_states.h"
+#include "agent/stream/resumable_consumer.h"
 
 namespace faultline {
-
-class ResumableConsumer : public StreamConsumer {
- public:
-  // Where the stream stands now: committed position, lines, pending hits (stream_state.h).
-  virtual StreamState State() const = 0;
-};
 
 // A running source of file streams, walked at each checkpoint.
 class FileStreamSet {

@@ -81,37 +81,34 @@ class NetSource : public Source {
 
 }  // namespace
 
-void BuildNetSources(const SourceContext& context, std::vector<std::unique_ptr<Source>>& out) {
+std::unique_ptr<Source> BuildSource(const SourceContext& context, const NetSourceConfig& source) {
   const auto quiet_after = std::chrono::milliseconds(context.config.context_idle_flush_ms);
-  for (const NetSourceConfig& source : context.config.net_sources) {
-    const auto idle_timeout = std::chrono::milliseconds(source.idle_timeout_ms);
-    PeerConsumerFactory consumers = ConsumersFor(context, source);
-    if (source.stream()) {
-      StreamListenerOptions options;
-      options.unix_socket = source.local();
-      options.host = source.host;
-      options.port = source.port;
-      options.path = source.path;
-      options.mode = source.mode;
-      options.max_connections = source.max_streams;
-      options.idle_timeout = idle_timeout;
-      options.quiet_after = quiet_after;
-      out.push_back(std::make_unique<NetSource<StreamListener>>(
-          context.io, source.transport, std::move(options), std::move(consumers)));
-    } else {
-      DatagramListenerOptions options;
-      options.unix_socket = source.local();
-      options.host = source.host;
-      options.port = source.port;
-      options.path = source.path;
-      options.mode = source.mode;
-      options.max_peers = source.max_streams;
-      options.idle_timeout = idle_timeout;
-      options.quiet_after = quiet_after;
-      out.push_back(std::make_unique<NetSource<DatagramListener>>(
-          context.io, source.transport, std::move(options), std::move(consumers)));
-    }
+  const auto idle_timeout = std::chrono::milliseconds(source.idle_timeout_ms);
+  PeerConsumerFactory consumers = ConsumersFor(context, source);
+  if (source.stream()) {
+    StreamListenerOptions options;
+    options.unix_socket = source.local();
+    options.host = source.host;
+    options.port = source.port;
+    options.path = source.path;
+    options.mode = source.mode;
+    options.max_connections = source.max_streams;
+    options.idle_timeout = idle_timeout;
+    options.quiet_after = quiet_after;
+    return std::make_unique<NetSource<StreamListener>>(context.io, source.transport,
+                                                       std::move(options), std::move(consumers));
   }
+  DatagramListenerOptions options;
+  options.unix_socket = source.local();
+  options.host = source.host;
+  options.port = source.port;
+  options.path = source.path;
+  options.mode = source.mode;
+  options.max_peers = source.max_streams;
+  options.idle_timeout = idle_timeout;
+  options.quiet_after = quiet_after;
+  return std::make_unique<NetSource<DatagramListener>>(context.io, source.transport,
+                                                       std::move(options), std::move(consumers));
 }
 
 }  // namespace faultline

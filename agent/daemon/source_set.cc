@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <set>
+#include <tuple>
 
 namespace faultline {
 namespace {
@@ -20,24 +21,19 @@ void AddSections(const Config& base, const std::vector<Section>& list,
 
 }  // namespace
 
-// One line per source type in each of the two functions below: its list in Config.
+// Both walk every registered source type (kSourceLists, config.h), never a named list.
 std::map<std::string, Config> SourceSections(const Config& config) {
   Config base = config;
-  base.file_sources.clear();
-  base.net_sources.clear();
-  base.stdin_sources.clear();
-  base.fifo_sources.clear();
+  ForEachSourceList(base, [](auto& list) { list.clear(); });
   std::map<std::string, Config> sections;
-  AddSections(base, config.file_sources, &Config::file_sources, sections);
-  AddSections(base, config.net_sources, &Config::net_sources, sections);
-  AddSections(base, config.stdin_sources, &Config::stdin_sources, sections);
-  AddSections(base, config.fifo_sources, &Config::fifo_sources, sections);
+  std::apply([&](auto... member) { (AddSections(base, config.*member, member, sections), ...); },
+             kSourceLists);
   return sections;
 }
 
 bool SameSourceSection(const Config& a, const Config& b) {
-  return a.file_sources == b.file_sources && a.net_sources == b.net_sources &&
-         a.stdin_sources == b.stdin_sources && a.fifo_sources == b.fifo_sources;
+  return std::apply([&](auto... member) { return ((a.*member == b.*member) && ...); },
+                    kSourceLists);
 }
 
 std::optional<SourceSet::Running> SourceSet::Start(Config section, std::string* error) {

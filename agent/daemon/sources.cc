@@ -3,16 +3,11 @@
 namespace faultline {
 
 std::vector<std::unique_ptr<Source>> BuildSources(const SourceContext& context) {
-  // One entry per source type; each reads its own section of the config.
-  using Builder = void (*)(const SourceContext&, std::vector<std::unique_ptr<Source>>&);
-  static constexpr Builder kSourceTypes[] = {
-      &BuildFileSources,
-      &BuildNetSources,
-      &BuildStdinSources,
-      &BuildFifoSources,
-  };
+  // Every registered source type (kSourceLists), each section through its type's BuildSource.
   std::vector<std::unique_ptr<Source>> sources;
-  for (Builder build : kSourceTypes) build(context, sources);
+  ForEachSourceList(context.config, [&](const auto& sections) {
+    for (const auto& section : sections) sources.push_back(BuildSource(context, section));
+  });
   return sources;
 }
 

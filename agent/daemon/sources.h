@@ -1,9 +1,11 @@
 // Sources: the running sources of streams the config declares, built in one place.
 //
 // A Source turns one config section into streams and hands each stream's bytes to a consumer it
-// gets from SourceContext::consumers. BuildSources is the one registration point of source types:
-// adding a type (tcp, stdin, ...) is one file with its builder plus one entry in sources.cc; the
-// agent, the pipelines and the sinks do not change.
+// gets from SourceContext::consumers. A source type is registered once, by its list's entry in
+// kSourceLists (agent/config/config.h): BuildSources, reload and the restart's counters walk that
+// table, and BuildSources calls the type's BuildSource overload below (defined in the type's own
+// file, <type>_source.cc), so a registered type without one does not compile. CONTRIBUTING.md
+// has every step; the agent, the pipelines and the sinks do not change.
 //
 // Everything runs on the agent's event loop; Start and Stop are called once each, from it. A
 // source that cannot start a stream (a file it may not read) reports it and keeps the rest going;
@@ -61,11 +63,11 @@ struct SourceContext {
 
 std::vector<std::unique_ptr<Source>> BuildSources(const SourceContext& context);
 
-// The builders behind BuildSources, one per source type.
-void BuildFileSources(const SourceContext& context, std::vector<std::unique_ptr<Source>>& out);
-void BuildNetSources(const SourceContext& context, std::vector<std::unique_ptr<Source>>& out);
-void BuildStdinSources(const SourceContext& context, std::vector<std::unique_ptr<Source>>& out);
-void BuildFifoSources(const SourceContext& context, std::vector<std::unique_ptr<Source>>& out);
+// One section of a source type's list -> its source; one overload per entry of kSourceLists.
+std::unique_ptr<Source> BuildSource(const SourceContext& context, const FileSourceConfig& section);
+std::unique_ptr<Source> BuildSource(const SourceContext& context, const NetSourceConfig& section);
+std::unique_ptr<Source> BuildSource(const SourceContext& context, const StdinSourceConfig& section);
+std::unique_ptr<Source> BuildSource(const SourceContext& context, const FifoSourceConfig& section);
 
 }  // namespace faultline
 

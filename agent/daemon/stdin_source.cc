@@ -22,12 +22,10 @@ class StdinSource : public Source {
 
 }  // namespace
 
-void BuildStdinSources(const SourceContext& context, std::vector<std::unique_ptr<Source>>& out) {
-  for (const StdinSourceConfig& source : context.config.stdin_sources) {
-    out.push_back(std::make_unique<StdinSource>(
-        context.io, std::chrono::milliseconds(context.config.context_idle_flush_ms),
-        context.consumers(source.id), context.ended));
-  }
+std::unique_ptr<Source> BuildSource(const SourceContext& context, const StdinSourceConfig& source) {
+  return std::make_unique<StdinSource>(
+      context.io, std::chrono::milliseconds(context.config.context_idle_flush_ms),
+      context.consumers(source.id), context.ended);
 }
 
 }  // namespace faultline

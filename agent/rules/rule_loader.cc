@@ -404,12 +404,6 @@ class RuleParser {
 // A thread is worth starting for this many files (a rule file parses in about a millisecond).
 constexpr size_t kFilesPerParseThread = 16;
 
-bool IsRuleFile(const fs::path& p) {
-  const std::string ext = p.extension().string();
-  // *.versions.yaml beside the rules are data for learning package versions from lines
-  // (agent/alert/version_watcher.h), not rules.
-  return (ext == ".yaml" || ext == ".yml") && !IsVersionPatternFile(p.string());
-}
 
 }  // namespace
 
@@ -428,8 +422,24 @@ std::string NormalizePackageName(std::string_view name) {
   return out;
 }
 
+RulePackFile ClassifyRulePackFile(std::string_view path) {
+  const std::size_t slash = path.rfind('/');
+  const std::string_view name = slash == std::string_view::npos ? path : path.substr(slash + 1);
+  // As std::filesystem reads an extension: a name that is only ".yaml" has none.
+  const auto ends = [name](std::string_view suffix) {
+    return name.size() > suffix.size() && name.ends_with(suffix);
+  };
+  if (!ends(".yaml") && !ends(".yml")) return RulePackFile::kOther;
+  // *.versions.yaml beside the rules are data for learning package versions from lines
+  // (agent/alert/version_watcher.h), not rules.
+  if (path.ends_with(".versions.yaml") || path.ends_with(".versions.yml")) {
+    return RulePackFile::kVersionPatterns;
+  }
+  return RulePackFile::kRules;
+}
+
 bool IsVersionPatternFile(std::string_view path) {
-  return path.ends_with(".versions.yaml") || path.ends_with(".versions.yml");
+  return ClassifyRulePackFile(path) == RulePackFile::kVersionPatterns;
 }
 
 Result<std::vector<Rule>> ParseRules(std::string_view yaml, const std::string& file_name) {
@@ -455,7 +465,10 @@ Result<std::vector<Rule>> LoadRules(const std::vector<std::string>& paths) {
     if (fs::is_directory(path, ec)) {
       for (auto it = fs::recursive_directory_iterator(path, ec);
            !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-        if (it->is_regular_file(ec) && IsRuleFile(it->path())) files.push_back(it->path());
+        if (it->is_regular_file(ec) &&
+            ClassifyRulePackFile(it->path().string()) == RulePackFile::kRules) {
+          files.push_back(it->path());
+        }
       }
       if (ec) errors.push_back(Error{path, 0, "", "", "cannot read folder: " + ec.message()});
     } else if (fs::is_regular_file(path, ec)) {

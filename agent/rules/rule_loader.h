@@ -30,7 +30,15 @@ Result<std::vector<Rule>> LoadRules(const std::vector<std::string>& paths);
 // ("DeepSpeed" and "deep_speed" are "deepspeed" and "deep-speed").
 std::string NormalizePackageName(std::string_view name);
 
-// Whether `path` names a version-pattern file (*.versions.yaml), which rule loads skip.
+// What a file of a rule pack is, by its name: the one definition the rule load, the versions
+// load (alert/version_watcher.h) and reload.watch (daemon/config_watcher.h) all use. A file
+// whose name ends in .yaml or .yml (and is more than that suffix) is a rule file, unless it ends
+// in .versions.yaml or .versions.yml: those hold version patterns, which rule loads skip.
+// Anything else (an editor's .swp, a README) is neither.
+enum class RulePackFile { kOther, kRules, kVersionPatterns };
+RulePackFile ClassifyRulePackFile(std::string_view path);
+
+// Whether `path` names a version-pattern file (ClassifyRulePackFile says kVersionPatterns).
 bool IsVersionPatternFile(std::string_view path);
 
 // Parses the rules in `yaml`, reporting errors against `file_name`.
