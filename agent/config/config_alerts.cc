@@ -31,14 +31,14 @@ class AlertsSection : public ConfigReader {
     std::ostringstream text;
     if (in) text << in.rdbuf();
     if (!in || in.bad()) {
-      Fail(YamlLine(f.key), path, "cannot read '" + resolved + "': " + std::strerror(errno));
+      Fail(f.key, path, "cannot read '" + resolved + "': " + std::strerror(errno));
       return std::nullopt;
     }
     std::string content = text.str();
     const std::size_t begin = content.find_first_not_of(" \t\r\n");
     const std::size_t end = content.find_last_not_of(" \t\r\n");
     if (begin == std::string::npos) {
-      Fail(YamlLine(f.key), path, "'" + resolved + "' is empty");
+      Fail(f.key, path, "'" + resolved + "' is empty");
       return std::nullopt;
     }
     return content.substr(begin, end - begin + 1);
@@ -61,7 +61,7 @@ class AlertsSection : public ConfigReader {
     }
     const std::size_t bytes = ok ? secret.size() / 4 * 3 - padding : 0;
     if (!ok || bytes < 24 || bytes > 64) {
-      Fail(YamlLine(f.key), path,
+      Fail(f.key, path,
            "a webhook secret is 'whsec_' followed by the base64 of 24 to 64 random bytes "
            "(Standard Webhooks), e.g. from: echo whsec_$(head -c 32 /dev/urandom | base64)");
       return false;
@@ -108,7 +108,7 @@ class AlertsSection : public ConfigReader {
                            AlertsConfig* alerts) {
     if (section.value.IsNull()) return;
     if (!section.value.IsMap()) {
-      Fail(YamlLine(section.key), path, "expected a map of source id to {package: version}");
+      Fail(section.key, path, "expected a map of source id to {package: version}");
       return;
     }
     for (auto it = section.value.begin(); it != section.value.end(); ++it) {
@@ -116,13 +116,13 @@ class AlertsSection : public ConfigReader {
       const YAML::Node packages = it->second;
       const std::string source_path = JoinKey(path, source.IsScalar() ? source.Scalar() : "?");
       if (!source.IsScalar() || !packages.IsMap()) {
-        Fail(YamlLine(source), source_path, "expected a source id and a map of package: version");
+        Fail(source, source_path, "expected a source id and a map of package: version");
         continue;
       }
       std::vector<std::pair<std::string, std::string>> versions;
       for (auto p = packages.begin(); p != packages.end(); ++p) {
         if (!p->first.IsScalar() || !p->second.IsScalar() || p->second.Scalar().empty()) {
-          Fail(YamlLine(p->first), source_path, "expected package: version");
+          Fail(p->first, source_path, "expected package: version");
           continue;
         }
         versions.emplace_back(p->first.Scalar(), p->second.Scalar());
@@ -134,7 +134,7 @@ class AlertsSection : public ConfigReader {
   void ParseReceivers(const YamlField& section, const std::string& path, AlertsConfig* alerts) {
     if (section.value.IsNull()) return;
     if (!section.value.IsSequence()) {
-      Fail(YamlLine(section.key), path, "expected a list, got " + YamlKindName(section.value));
+      Fail(section.key, path, "expected a list, got " + YamlKindName(section.value));
       return;
     }
     std::map<std::string, int, std::less<>> names;
@@ -146,8 +146,7 @@ class AlertsSection : public ConfigReader {
   void ParseReceiver(const YAML::Node& node, const std::string& path,
                      std::map<std::string, int, std::less<>>* names, AlertsConfig* alerts) {
     if (!node.IsMap()) {
-      Fail(YamlLine(node), path,
-           "expected a map with name, type and url, got " + YamlKindName(node));
+      Fail(node, path, "expected a map with name, type and url, got " + YamlKindName(node));
       return;
     }
     ReceiverConfig r;
@@ -166,11 +165,11 @@ class AlertsSection : public ConfigReader {
         if (!name) {
           fail();
         } else if (!IsValidSourceId(*name)) {
-          Fail(YamlLine(f.key), key,
+          Fail(f.key, key,
                "'" + *name + "' is not a valid name: use letters, digits, '_', '.' and '-'");
           fail();
         } else if (auto [seen, inserted] = names->emplace(*name, YamlLine(f.key)); !inserted) {
-          Fail(YamlLine(f.key), key,
+          Fail(f.key, key,
                "duplicate receiver name '" + *name + "'; first used on line " +
                    std::to_string(seen->second));
           fail();
@@ -243,7 +242,7 @@ class AlertsSection : public ConfigReader {
           fail();
       } else if (f.name == "headers") {
         if (!f.value.IsMap()) {
-          Fail(YamlLine(f.key), key, "expected a map of header name to value");
+          Fail(f.key, key, "expected a map of header name to value");
           fail();
           continue;
         }
@@ -251,7 +250,7 @@ class AlertsSection : public ConfigReader {
           if (!it->first.IsScalar() || !it->second.IsScalar() ||
               it->first.Scalar().find_first_of(":\r\n ") != std::string::npos ||
               it->second.Scalar().find_first_of("\r\n") != std::string::npos) {
-            Fail(YamlLine(it->first), key, "expected Header-Name: value on one line");
+            Fail(it->first, key, "expected Header-Name: value on one line");
             fail();
             continue;
           }
@@ -272,8 +271,7 @@ class AlertsSection : public ConfigReader {
         char* end = nullptr;
         const double v = text ? std::strtod(text->c_str(), &end) : 0;
         if (!text || end == text->c_str() || *end != '\0' || !(v > 0) || v > 1000) {
-          Fail(YamlLine(f.key), key,
-               "expected a number of messages per second, above 0 and at most 1000");
+          Fail(f.key, key, "expected a number of messages per second, above 0 and at most 1000");
           fail();
         } else {
           r.rate_per_second = v;

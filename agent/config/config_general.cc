@@ -73,7 +73,7 @@ class GeneralSections : public ConfigReader {
       if (!text) continue;
       if (f.name == "admin_token_file") {
         if (text->empty()) {
-          Fail(YamlLine(f.key), key, "expected a file name");
+          Fail(f.key, key, "expected a file name");
         } else {
           config->http_admin_token_file = Resolve(*text);
         }
@@ -81,7 +81,7 @@ class GeneralSections : public ConfigReader {
       }
       Result<ListenEndpoint> listen = ParseListen(*text);
       if (!listen.ok()) {
-        Fail(YamlLine(f.key), key, "'" + *text + "': " + listen.errors().front().message);
+        Fail(f.key, key, "'" + *text + "': " + listen.errors().front().message);
       } else {
         config->http_address = listen.value().host;
         config->http_port = listen.value().port;
@@ -107,7 +107,7 @@ class GeneralSections : public ConfigReader {
       if (text == "auto") {
         config->max_open_files = 0;
       } else if (!text.empty() && text.find_first_not_of("0123456789-+") != std::string::npos) {
-        Fail(YamlLine(f.key), key,
+        Fail(f.key, key,
              "expected auto or a whole number from " + std::to_string(kMinMaxOpenFiles) + " to " +
                  std::to_string(kMaxMaxOpenFiles) + ", got '" + text + "'");
       } else if (auto v = Integer(f, key, kMinMaxOpenFiles, kMaxMaxOpenFiles)) {
@@ -123,7 +123,7 @@ class GeneralSections : public ConfigReader {
       if (f.name == "dir") {
         std::optional<std::string> dir = Scalar(f, key);
         if (dir && dir->empty()) {
-          Fail(YamlLine(f.key), key, "must not be empty");
+          Fail(f.key, key, "must not be empty");
         } else if (dir) {
           config->state.dir = Resolve(*dir);
         }
@@ -190,7 +190,7 @@ class GeneralSections : public ConfigReader {
       Result<YAML::Node> list =
           text.ok() ? ParseYamlDocument(text.value(), file) : Result<YAML::Node>(text.errors());
       if (!list.ok()) {
-        for (const Error& e : list.errors()) Fail(YamlLine(section.value), path, e.ToString());
+        for (const Error& e : list.errors()) Fail(section.value, path, e.ToString());
         return;
       }
       // Errors in that file name it, not the config.
@@ -205,7 +205,7 @@ class GeneralSections : public ConfigReader {
     const std::string path = "fixes";
     if (list.IsNull()) return;
     if (!list.IsSequence()) {
-      Fail(YamlLine(list), path, "expected a list, got " + YamlKindName(list));
+      Fail(list, path, "expected a list, got " + YamlKindName(list));
       return;
     }
     for (std::size_t i = 0; i < list.size(); ++i) {

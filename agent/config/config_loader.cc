@@ -23,7 +23,7 @@ void ReadConfig(const ConfigReader& reader, const YAML::Node& root, Config* conf
   config->state.dir = reader.Resolve("state");
   ConfigReader top = reader;
   if (!root.IsMap() && !root.IsNull()) {
-    top.Fail(YamlLine(root), "", "the config must be a map of sections, got " + YamlKindName(root));
+    top.Fail(root, "", "the config must be a map of sections, got " + YamlKindName(root));
     return;
   }
   // The sections, in the order config/faultline.yaml documents them.

@@ -6,7 +6,7 @@
 //   config_sources.cc  sources (file, stdin, fifo, tcp, udp, unix, unixgram)
 //   config_alerts.cc   alerts and its receivers
 // A new section is one key in the top-level list (config_loader.cc) and one Read*Section; a new
-// source type is one entry in ReadSource's dispatch (config_sources.cc).
+// source type is one branch in SourceSection::ParseSource (config_sources.cc).
 //
 // ConfigReader is the shared YAML field reader (agent/core/yaml_fields.h) of one config file,
 // plus where relative paths in it lead. It appends to the caller's ErrorList; one load, one

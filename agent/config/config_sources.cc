@@ -67,7 +67,7 @@ class SourceSection : public ConfigReader {
     const std::string path = "sources";
     if (section.value.IsNull()) return;  // `sources:` with nothing under it: no sources
     if (!section.value.IsSequence()) {
-      Fail(YamlLine(section.key), path, "expected a list, got " + YamlKindName(section.value));
+      Fail(section.key, path, "expected a list, got " + YamlKindName(section.value));
       return;
     }
     SourceIds ids;
@@ -82,7 +82,7 @@ class SourceSection : public ConfigReader {
   void ParseSource(const YAML::Node& node, const std::string& path, SourceIds* ids,
                    Config* config) {
     if (!node.IsMap()) {
-      Fail(YamlLine(node), path, "expected a map with id and type, got " + YamlKindName(node));
+      Fail(node, path, "expected a map with id and type, got " + YamlKindName(node));
       return;
     }
     // The type decides which keys are allowed, so find it before checking the rest.
@@ -97,7 +97,7 @@ class SourceSection : public ConfigReader {
           return;
         }
         if (*type != "file" && *type != "stdin" && *type != "fifo") {
-          Fail(YamlLine(it->first), JoinKey(path, "type"),
+          Fail(it->first, JoinKey(path, "type"),
                "unknown source type '" + *type + "'; allowed: " + std::string(kSourceTypes));
           return;
         }
@@ -124,12 +124,11 @@ class SourceSection : public ConfigReader {
     std::optional<std::string> text = Scalar(f, key);
     if (!text) return false;
     if (!IsValidSourceId(*text)) {
-      Fail(YamlLine(f.key), key,
-           "'" + *text + "' is not a valid id: use letters, digits, '_', '.' and '-'");
+      Fail(f.key, key, "'" + *text + "' is not a valid id: use letters, digits, '_', '.' and '-'");
       return false;
     }
     if (auto [seen, inserted] = ids->emplace(*text, YamlLine(f.key)); !inserted) {
-      Fail(YamlLine(f.key), key,
+      Fail(f.key, key,
            "duplicate source id '" + *text + "'; first used on line " +
                std::to_string(seen->second));
       return false;
@@ -237,7 +236,7 @@ class SourceSection : public ConfigReader {
         if (!text) {
           ok = false;
         } else if (Result<ListenEndpoint> listen = ParseListen(*text); !listen.ok()) {
-          Fail(YamlLine(f.key), key, "'" + *text + "': " + listen.errors().front().message);
+          Fail(f.key, key, "'" + *text + "': " + listen.errors().front().message);
           ok = false;
         } else {
           source.host = listen.value().host;
@@ -247,13 +246,13 @@ class SourceSection : public ConfigReader {
         has_where = true;
         std::optional<std::string> text = Scalar(f, key);
         if (!text || text->empty()) {
-          if (text) Fail(YamlLine(f.key), key, "the socket path must not be empty");
+          if (text) Fail(f.key, key, "the socket path must not be empty");
           ok = false;
           continue;
         }
         source.path = Resolve(*text);
         if (source.path.size() > kMaxSocketPathBytes) {
-          Fail(YamlLine(f.key), key,
+          Fail(f.key, key,
                "'" + source.path + "' is " + std::to_string(source.path.size()) +
                    " bytes long; a socket path may have at most " +
                    std::to_string(kMaxSocketPathBytes));
@@ -345,14 +344,14 @@ class SourceSection : public ConfigReader {
         has_path = true;
         std::optional<std::string> text = Scalar(f, key);
         if (!text || text->empty()) {
-          if (text) Fail(YamlLine(f.key), key, "expected a path, got an empty string");
+          if (text) Fail(f.key, key, "expected a path, got an empty string");
           ok = false;
           continue;
         }
         source.path = Resolve(*text);
         // One pipe read by two sources would split its lines between them at random.
         if (auto [seen, inserted] = fifo_lines_.emplace(source.path, YamlLine(f.key)); !inserted) {
-          Fail(YamlLine(f.key), key,
+          Fail(f.key, key,
                "the named pipe " + source.path + " is already read by the source on line " +
                    std::to_string(seen->second));
           ok = false;
