@@ -16,6 +16,7 @@
 
 #include "agent/core/usable_cpus.h"
 #include "agent/core/yaml_document.h"
+#include "agent/core/yaml_fields.h"
 #include "agent/rules/pattern_syntax.h"
 
 namespace faultline {
@@ -29,80 +30,79 @@ constexpr int kMaxLabelValuesLimit = 1000;
 const std::set<std::string, std::less<>> kCategories = {
     "environment", "build", "runtime", "data", "hardware", "distributed", "numerics", "memory"};
 
-int LineOf(const YAML::Node& node) { return node.Mark().line >= 0 ? node.Mark().line + 1 : 0; }
-
-// Parses one rule document, adding what is wrong to `errors`.
+// Parses one rule document, adding what is wrong to `errors` through the shared field reader.
 class RuleParser {
  public:
-  RuleParser(const std::string& file, ErrorList& errors) : file_(file), errors_(errors) {}
+  RuleParser(const std::string& file, ErrorList& errors) : file_(file), reader_(file, &errors) {}
 
   std::optional<Rule> Parse(const YAML::Node& doc) {
-    rule_id_.clear();  // a document without an id must not be blamed on the rule before it
+    reader_.set_rule_id("");  // a document without an id must not be blamed on the rule before it
     if (!doc.IsMap()) {
       Fail(doc, "", "a rule must be a YAML mapping");
       return std::nullopt;
     }
-    const size_t errors_before = errors_.size();
+    const size_t errors_before = reader_.error_count();
     Rule rule;
     rule.file = file_;
-    rule.line = LineOf(doc);
+    rule.line = YamlLine(doc);
     if (doc["id"] && doc["id"].IsScalar()) {
-      rule_id_ = doc["id"].Scalar();
-      rule.line = LineOf(doc["id"]);
+      reader_.set_rule_id(doc["id"].Scalar());
+      rule.line = YamlLine(doc["id"]);
     }
-    static const std::set<std::string, std::less<>> kKeys = {"id",
-                                                             "title",
-                                                             "severity",
-                                                             "category",
-                                                             "tags",
-                                                             "match",
-                                                             "context",
-                                                             "labels",
-                                                             "max_label_values",
-                                                             "resolved_by",
-                                                             "root_cause",
-                                                             "fix",
-                                                             "fix_command",
-                                                             "references",
-                                                             "examples",
-                                                             "class",
-                                                             "verify_command",
-                                                             "role",
-                                                             "consequence_of",
-                                                             "generic",
-                                                             "version_of"};
-    CheckKeys(doc, kKeys, "");
+    reader_.UnknownKeys(doc,
+                        {"id",
+                         "title",
+                         "severity",
+                         "category",
+                         "tags",
+                         "match",
+                         "context",
+                         "labels",
+                         "max_label_values",
+                         "resolved_by",
+                         "root_cause",
+                         "fix",
+                         "fix_command",
+                         "references",
+                         "examples",
+                         "class",
+                         "verify_command",
+                         "role",
+                         "consequence_of",
+                         "generic",
+                         "version_of"},
+                        "");
 
-    rule.id = RequiredString(doc, "id");
+    rule.id = reader_.Required(doc, "id");
     if (!rule.id.empty() && !RE2::FullMatch(rule.id, R"([a-z0-9_]+(\.[a-z0-9_]+)+)")) {
       Fail(doc["id"], "id", "must be dotted lower-case words such as 'deepspeed.async_io.build'");
     }
-    rule.title = RequiredString(doc, "title");
+    rule.title = reader_.Required(doc, "title");
     rule.severity = SeverityAt(doc, "severity", /*required=*/true).value_or(Severity::kError);
-    rule.category = RequiredString(doc, "category");
+    rule.category = reader_.Required(doc, "category");
     if (!rule.category.empty() && !kCategories.contains(rule.category)) {
       Fail(doc["category"], "category",
            "unknown category '" + rule.category +
                "' (one of environment, build, runtime, data, hardware, distributed, numerics, "
                "memory)");
     }
-    rule.tags = StringList(doc, "tags", "tags");
+    rule.tags = reader_.List(doc, "tags", "tags");
     ParseMatch(doc, rule);
     ParseContext(doc, rule);
     ParseLabels(doc, rule);
     if (const YAML::Node n = doc["max_label_values"]) {
-      rule.max_label_values = IntIn(n, "max_label_values", 1, kMaxLabelValuesLimit);
+      rule.max_label_values = reader_.IntegerAt(n, "max_label_values", 1, kMaxLabelValuesLimit);
     }
     rule.resolved_by = Patterns(doc, "resolved_by", "resolved_by");
-    rule.version_of = OptionalString(doc, "version_of");
+    rule.version_of = reader_.Optional(doc, "version_of");
     if (!rule.version_of.empty()) {
       if (!RE2::FullMatch(rule.version_of, R"([A-Za-z0-9]([A-Za-z0-9._\-]*[A-Za-z0-9])?)")) {
         Fail(doc["version_of"], "version_of", "must be a package name such as 'deepspeed'");
       }
       rule.version_of = NormalizePackageName(rule.version_of);
     }
-    rule.root_cause = RequiredString(doc, "root_cause");
-    rule.fix = RequiredString(doc, "fix");
+    rule.root_cause = reader_.Required(doc, "root_cause");
+    rule.fix = reader_.Required(doc, "fix");
     for (const auto& [key, text] :
          {std::pair{"root_cause", &rule.root_cause}, std::pair{"fix", &rule.fix}}) {
       if (text->starts_with(kDraftPlaceholder)) {
@@ -111,9 +111,9 @@ class RuleParser {
              "why, or how to fix it) before the rule can load");
       }
     }
-    rule.fix_command = OptionalString(doc, "fix_command");
-    rule.verify_command = OptionalString(doc, "verify_command");
-    rule.failure_class = OptionalString(doc, "class");
+    rule.fix_command = reader_.Optional(doc, "fix_command");
+    rule.verify_command = reader_.Optional(doc, "verify_command");
+    rule.failure_class = reader_.Optional(doc, "class");
     if (rule.failure_class.empty()) {
       rule.failure_class = rule.id;
     } else if (!RE2::FullMatch(rule.failure_class, R"([a-z0-9_]+(\.[a-z0-9_]+)*)")) {
@@ -127,76 +127,22 @@ class RuleParser {
         rule.generic = n.Scalar() == "true";
       }
     }
-    rule.references = StringList(doc, "references", "references");
+    rule.references = reader_.List(doc, "references", "references");
     ParseExamples(doc, rule);
-    if (errors_.size() != errors_before) return std::nullopt;
+    if (reader_.error_count() != errors_before) return std::nullopt;
     return rule;
   }
 
  private:
   void Fail(const YAML::Node& at, const std::string& key, const std::string& message) {
-    errors_.push_back(Error{file_, LineOf(at), rule_id_, key, message});
-  }
-
-  void CheckKeys(const YAML::Node& map, const std::set<std::string, std::less<>>& allowed,
-                 const std::string& prefix) {
-    for (auto it = map.begin(); it != map.end(); ++it) {
-      const std::string key = it->first.IsScalar() ? it->first.Scalar() : "?";
-      if (!allowed.contains(key)) {
-        std::string known;
-        for (const auto& k : allowed) known += (known.empty() ? "" : ", ") + k;
-        Fail(it->first, prefix + key, "unknown key (known keys: " + known + ")");
-      }
-    }
-  }
-
-  std::string RequiredString(const YAML::Node& doc, const std::string& key) {
-    const YAML::Node n = doc[key];
-    if (!n) {
-      Fail(doc, key, "required key is missing");
-      return "";
-    }
-    if (!n.IsScalar() || n.Scalar().empty()) {
-      Fail(n, key, "must be a non-empty string");
-      return "";
-    }
-    return n.Scalar();
-  }
-
-  std::string OptionalString(const YAML::Node& doc, const std::string& key) {
-    const YAML::Node n = doc[key];
-    if (!n) return "";
-    if (!n.IsScalar()) {
-      Fail(n, key, "must be a string");
-      return "";
-    }
-    return n.Scalar();
-  }
-
-  std::vector<std::string> StringList(const YAML::Node& parent, const std::string& key,
-                                      const std::string& path) {
-    std::vector<std::string> out;
-    const YAML::Node n = parent[key];
-    if (!n) return out;
-    if (!n.IsSequence()) {
-      Fail(n, path, "must be a list of strings");
-      return out;
-    }
-    for (size_t i = 0; i < n.size(); ++i) {
-      if (!n[i].IsScalar()) {
-        Fail(n[i], path + "[" + std::to_string(i) + "]", "must be a string");
-        continue;
-      }
-      out.push_back(n[i].Scalar());
-    }
-    return out;
+    reader_.Fail(at, key, message);
   }
 
   // A list of patterns, each compiled to check it.
   std::vector<std::string> Patterns(const YAML::Node& parent, const std::string& key,
                                     const std::string& path) {
     const YAML::Node n = parent[key];
-    std::vector<std::string> out = StringList(parent, key, path);
+    std::vector<std::string> out = reader_.List(parent, key, path);
     if (!n || !n.IsSequence()) return out;
     for (size_t i = 0; i < n.size() && i < out.size(); ++i) {
       CheckPattern(n[i], path + "[" + std::to_string(i) + "]", out[i]);
@@ -235,19 +181,6 @@ class RuleParser {
     return s;
   }
 
-  // Decimal only, as in the config: yaml-cpp's own conversion would read `010` as 8 and `0x10`
-  // as 16.
-  int IntIn(const YAML::Node& n, const std::string& path, int lo, int hi) {
-    const std::optional<int64_t> value = n.IsScalar() ? DecimalInteger(n.Scalar()) : std::nullopt;
-    if (!value || *value < lo || *value > hi) {
-      Fail(n, path,
-           "must be a whole number from " + std::to_string(lo) + " to " + std::to_string(hi) +
-               (n.IsScalar() ? ", got '" + n.Scalar() + "'" : ""));
-      return lo;
-    }
-    return static_cast<int>(*value);
-  }
-
   void ParseMatch(const YAML::Node& doc, Rule& rule) {
     const YAML::Node match = doc["match"];
     if (!match) {
@@ -271,7 +204,7 @@ class RuleParser {
         Fail(entry, path, "must be a pattern or a mapping with 'sequence'");
         continue;
       }
-      CheckKeys(entry, {"sequence", "within_lines"}, path + ".");
+      reader_.UnknownKeys(entry, {"sequence", "within_lines"}, path + ".");
       SequenceMatch seq;
       const YAML::Node steps = entry["sequence"];
       if (!steps || !steps.IsSequence() || steps.size() < 2 ||
@@ -284,8 +217,8 @@ class RuleParser {
       const int default_within = static_cast<int>(seq.steps.size()) * 2;
       seq.within_lines =
           entry["within_lines"]
-              ? IntIn(entry["within_lines"], path + ".within_lines",
-                      static_cast<int>(seq.steps.size()), ContextSpec::kMaxWithinLines)
+              ? reader_.IntegerAt(entry["within_lines"], path + ".within_lines",
+                                  static_cast<int>(seq.steps.size()), ContextSpec::kMaxWithinLines)
               : default_within;
       rule.sequences.push_back(std::move(seq));
     }
@@ -298,14 +231,14 @@ class RuleParser {
       Fail(n, "context", "must be a mapping");
       return;
     }
-    CheckKeys(n,
-              {"within_lines", "requires_any", "unconfirmed_severity", "downgrade_if_followed_by",
-               "downgrade_if_preceded_by", "downgrade_to"},
-              "context.");
+    reader_.UnknownKeys(n,
+                        {"within_lines", "requires_any", "unconfirmed_severity",
+                         "downgrade_if_followed_by", "downgrade_if_preceded_by", "downgrade_to"},
+                        "context.");
     ContextSpec ctx;
     if (n["within_lines"]) {
-      ctx.within_lines =
-          IntIn(n["within_lines"], "context.within_lines", 1, ContextSpec::kMaxWithinLines);
+      ctx.within_lines = reader_.IntegerAt(n["within_lines"], "context.within_lines", 1,
+                                           ContextSpec::kMaxWithinLines);
     }
     ctx.requires_any = Patterns(n, "requires_any", "context.requires_any");
     ctx.unconfirmed_severity =
@@ -373,7 +306,7 @@ class RuleParser {
         Fail(n, "role", "must be root or symptom");
       }
     }
-    rule.consequence_of = StringList(doc, "consequence_of", "consequence_of");
+    rule.consequence_of = reader_.List(doc, "consequence_of", "consequence_of");
     for (size_t i = 0; i < rule.consequence_of.size(); ++i) {
       const std::string& entry = rule.consequence_of[i];
       if (!RE2::FullMatch(entry, R"((category:[a-z]+)|([a-z0-9_]+(\.[a-z0-9_]+)*\.?))")) {
@@ -391,14 +324,13 @@ class RuleParser {
       Fail(n, "examples", "must be a mapping with 'match' and 'no_match' lists");
       return;
     }
-    CheckKeys(n, {"match", "no_match"}, "examples.");
-    rule.examples.match = StringList(n, "match", "examples.match");
-    rule.examples.no_match = StringList(n, "no_match", "examples.no_match");
+    reader_.UnknownKeys(n, {"match", "no_match"}, "examples.");
+    rule.examples.match = reader_.List(n, "match", "examples.match");
+    rule.examples.no_match = reader_.List(n, "no_match", "examples.no_match");
   }
 
   const std::string& file_;
-  ErrorList& errors_;
-  std::string rule_id_;
+  YamlFieldReader reader_;
 };
 
 // A thread is worth starting for this many files (a rule file parses in about a millisecond).

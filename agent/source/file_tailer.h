@@ -64,10 +64,11 @@
 //   app.log): a new file named like a rotated copy of a followed file, or of one whose stream
 //   ended in the last 10 minutes (rotated_names.h: app.log.1, app.log-20240131 for app.log), is
 //   held back until it is not empty and has not changed for a whole poll interval (logrotate
-//   creates the copy empty and then fills it, later on a loaded machine). If then its first bytes (up to 1 KiB) hash like those of that file, and its
-//   bytes just before min(its size, that file's offset) are the ones read there, it is followed
-//   from that point, so its lines are not counted again; otherwise it is read from the beginning.
-//   A copy shorter than 1 KiB taken before the original grew further is not recognised.
+//   creates the copy empty and then fills it, later on a loaded machine). If then its first bytes
+//   (up to 1 KiB) hash like those of that file, and its bytes just before min(its size, that file's
+//   offset) are the ones read there, it is followed from that point, so its lines are not counted
+//   again; otherwise it is read from the beginning. A copy shorter than 1 KiB taken before the
+//   original grew further is not recognised.
 // - Deleted: read to its end, and on while a writer that still holds it appends, until it has been
 //   quiet for rotate_wait (counted from its last write or its deletion, whichever is later; the
 //   same for a file rotated away); then its stream ends and its descriptor is closed.
@@ -87,6 +88,11 @@
 //
 // Runs on the caller's io_context (one thread, no locks); consumers are called on it and must not
 // throw. The io_context must outlive the tailer. Nothing here throws after construction.
+//
+// The class is defined in one file per concern: file_tailer.cc (life, events, passes,
+// descriptors, reporting), file_tailer_discovery.cc (finding files), file_tailer_copies.cc
+// (copytruncate copies), file_tailer_resume.cc (saved positions), file_tailer_reading.cc (reading,
+// rotation, truncation); the byte-level identity decisions are file_identity.h.
 #ifndef FAULTLINE_SOURCE_FILE_TAILER_H_
 #define FAULTLINE_SOURCE_FILE_TAILER_H_
 
@@ -109,6 +115,7 @@
 
 #include "agent/core/asio.h"
 #include "agent/source/descriptor_budget.h"
+#include "agent/source/file_identity.h"
 #include "agent/source/file_resume.h"
 #include "agent/source/folder_watcher.h"
 #include "agent/source/glob.h"
@@ -117,7 +124,6 @@
 #include "agent/source/stream_consumer.h"
 
 namespace faultline {
-
 
 struct FileTailerOptions {
   std::vector<std::string> patterns;  // paths or globs
@@ -186,14 +192,11 @@ class FileTailer : private DescriptorBudget::Holder {
   std::string Problem() const { return watcher_.Problem(); }
 
  private:
-  // What was read of a file: enough to recognise it again (first bytes) and to notice a rewrite
-  // or a copy of it (the bytes just before the offset).
-  struct ReadMark {
-    uint64_t offset = 0;
-    uint64_t head_hash = 0xcbf29ce484222325ULL;  // FNV-1a of the first head_len bytes
-    size_t head_len = 0;     // min(kHeadBytes, offset)
-    std::string tail;        // the last bytes before `offset`
-  };
+  using Clock = std::chrono::steady_clock;
+  // Files followed at Start are announced one by one up to this many; the rest at debug level,
+  // so that a glob over 10,000 files does not flood the agent's own log.
+  static constexpr size_t kAnnounced = 20;
+
   struct TailedFile {
     std::string path;
     bool is_link = false;  // opened through a symbolic link
@@ -320,27 +323,27 @@ class FileTailer : private DescriptorBudget::Holder {
   std::vector<std::unique_ptr<TailedFile>> draining_;         // rotated away or deleted
   std::unordered_map<Identity, TailedFile*, IdentityHash> by_identity_;
   std::list<TailedFile*> lru_;  // followed files holding a descriptor, most recently used first
-  std::unordered_set<TailedFile*> active_;  // had bytes, not yet told OnQuiet
+  std::unordered_set<TailedFile*> active_;     // had bytes, not yet told OnQuiet
   std::unordered_set<TailedFile*> unflushed_;  // had bytes, not yet told OnPartialTimeout
-  std::set<std::string> unreliable_;        // followed paths inotify cannot vouch for
-  std::deque<EndedStream> ended_;           // for recognising copies
+  std::set<std::string> unreliable_;           // followed paths inotify cannot vouch for
+  std::deque<EndedStream> ended_;              // for recognising copies
   // Links followed (or waiting for their target): link path -> the paths it resolves through.
   std::map<std::string, std::vector<std::string>> links_;
   std::multimap<std::string, std::string> link_owners_;  // a path on the way -> link path
 
   // Work for the next pass, filled by events and ticks.
-  std::map<std::string, bool> pending_;     // followed path -> recheck its identity first
-  std::set<std::string> candidates_;        // paths that may be new files to follow
-  std::set<std::string> new_folders_;       // folders to watch and walk
-  std::set<std::string> waiting_for_fd_;    // needed a descriptor the budget could not give
-  std::set<std::string> settling_;          // followed paths held back as possible copies
-  std::set<std::string> rotated_to_;        // where followed names were renamed to
-  std::map<std::string, std::string> renamed_;          // from -> to, seen in this pass's events
-  std::unordered_map<uint32_t, std::string> moving_;    // cookie -> from, awaiting its IN_MOVED_TO
-  std::vector<bool> rooted_;                // per glob: its root folder is watched and walked
+  std::map<std::string, bool> pending_;         // followed path -> recheck its identity first
+  std::set<std::string> candidates_;            // paths that may be new files to follow
+  std::set<std::string> new_folders_;           // folders to watch and walk
+  std::set<std::string> waiting_for_fd_;        // needed a descriptor the budget could not give
+  std::set<std::string> settling_;              // followed paths held back as possible copies
+  std::set<std::string> rotated_to_;            // where followed names were renamed to
+  std::map<std::string, std::string> renamed_;  // from -> to, seen in this pass's events
+  std::unordered_map<uint32_t, std::string> moving_;  // cookie -> from, awaiting its IN_MOVED_TO
+  std::vector<bool> rooted_;  // per glob: its root folder is watched and walked
   // Paths reported unreadable or refused, with the reason, until they are read.
   std::map<std::string, std::string> reported_;
-  std::set<std::string> aliases_;           // names of files already followed under another
+  std::set<std::string> aliases_;  // names of files already followed under another
   bool rescan_wanted_ = false;
   bool drain_wanted_ = false;
   bool reliability_stale_ = false;
