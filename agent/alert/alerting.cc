@@ -43,14 +43,6 @@ constexpr std::size_t kMaxConsequencesPerItem = 20;
 constexpr uint64_t kConsequenceLines = 10;
 constexpr int64_t kConsequenceWaitMs = 250;
 
-// Whether a finding of `cause` at `cause_severity` may explain one of `symptom` at
-// `severity`: the symptom's rule names it, and a lesser finding does not explain a failure
-// (the same test as `scan`'s report).
-bool CanExplain(const Rule& symptom, Severity severity, const Rule& cause,
-                Severity cause_severity) {
-  return IsConsequenceOf(symptom, cause) && (IsFailure(cause_severity) || !IsFailure(severity));
-}
-
 std::string HostName() {
   char name[256] = {};
   if (gethostname(name, sizeof name - 1) != 0) return "";
