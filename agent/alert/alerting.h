@@ -40,6 +40,10 @@
 // Time: Unix milliseconds from the clock given to Create. Not thread-safe: everything runs on the
 // io_context's one thread, the delivery thread posts its results there. Create fails, with file,
 // line and key, only at load time (a bad versions file or receiver). Nothing throws after.
+//
+// The implementation is one file per concern: alerting.cc (setup, timers), alerting_intake.cc,
+// alerting_consequences.cc, alerting_grouping.cc, alerting_dispatch.cc, alerting_admin.cc and
+// alerting_json.cc.
 #ifndef FAULTLINE_ALERT_ALERTING_H_
 #define FAULTLINE_ALERT_ALERTING_H_
 
