@@ -22,16 +22,10 @@ std::string HostName() {
 
 }  // namespace
 
-int64_t Alerting::SystemNowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 Result<std::unique_ptr<Alerting>> Alerting::Create(asio::io_context& io, const Config& config,
                                                    const std::vector<Rule>& rules,
                                                    prometheus::Registry& registry,
-                                                   bool store_backed, Clock clock) {
+                                                   bool store_backed, WallClock clock) {
   ErrorList errors;
   Result<std::vector<Receiver>> receivers = Receiver::Build(config.alerts, config.file);
   if (!receivers.ok()) errors = receivers.errors();
@@ -47,7 +41,7 @@ Result<std::unique_ptr<Alerting>> Alerting::Create(asio::io_context& io, const C
 }
 
 Alerting::Alerting(asio::io_context& io, const Config& config, const std::vector<Rule>& rules,
-                   prometheus::Registry& registry, bool store_backed, Clock clock,
+                   prometheus::Registry& registry, bool store_backed, WallClock clock,
                    std::vector<Receiver> receivers, std::unique_ptr<VersionWatcher> watcher)
     : io_(io),
       config_(config),
@@ -141,7 +135,7 @@ void Alerting::Start() {
 }
 
 void Alerting::ApplyConfigFixes() {
-  const int64_t now = clock_();
+  const int64_t now = NowMs();
   std::vector<LifecycleEvent> resolved;
   for (const FixConfig& fc : config_.fixes) {
     FixRecord fix;
@@ -176,7 +170,7 @@ std::string Alerting::NewId(std::string_view prefix) const {
   // Unique across restarts: the time, then a counter for ids made within one millisecond.
   char buffer[64];
   std::snprintf(buffer, sizeof buffer, "%.*s_%llx%04llx", static_cast<int>(prefix.size()),
-                prefix.data(), static_cast<unsigned long long>(clock_()),
+                prefix.data(), static_cast<unsigned long long>(NowMs()),
                 static_cast<unsigned long long>(++id_counter_ & 0xffff));
   return buffer;
 }
@@ -184,7 +178,7 @@ std::string Alerting::NewId(std::string_view prefix) const {
 void Alerting::Tick() {
   if (!running_) return;
   std::vector<LifecycleEvent> events;
-  const int64_t now = clock_();
+  const int64_t now = NowMs();
   tracker_.Tick(now, &events);
   Raise(events, nullptr, now);
   UpdateGauges();

@@ -34,7 +34,7 @@ Result<FixRecord> Alerting::Fix(const FixRequest& request) {
   fix.by = request.by;
   fix.origin = request.origin;
   std::vector<LifecycleEvent> events;
-  const int64_t now = clock_();
+  const int64_t now = NowMs();
   const FixRecord stored = tracker_.AddFix(fix, now, &events);
   Raise(events, nullptr, now);
   if (request_checkpoint_) request_checkpoint_();
@@ -49,7 +49,7 @@ std::size_t Alerting::Unfix(const std::string& selector) {
 
 bool Alerting::Mute(const std::string& selector, int64_t duration_ms, const std::string& reason,
                     const std::string& by) {
-  const int64_t now = clock_();
+  const int64_t now = NowMs();
   const bool any = tracker_.Mute(selector, now + std::clamp<int64_t>(duration_ms, 1, kMaxMuteMs),
                                  reason, by, now);
   if (any && request_checkpoint_) request_checkpoint_();
@@ -58,7 +58,7 @@ bool Alerting::Mute(const std::string& selector, int64_t duration_ms, const std:
 
 std::size_t Alerting::Unmute(const std::string& selector) {
   std::vector<LifecycleEvent> events;
-  const int64_t now = clock_();
+  const int64_t now = NowMs();
   const std::size_t n = tracker_.Unmute(selector, now, &events);
   Raise(events, nullptr, now);
   if (n > 0 && request_checkpoint_) request_checkpoint_();
@@ -81,7 +81,7 @@ Result<std::vector<std::string>> Alerting::Test(const std::string& receiver,
                  "no receiver named '" + receiver +
                      "' (configured: " + (names.empty() ? std::string("none") : names) + ")"};
   }
-  const int64_t now = clock_();
+  const int64_t now = NowMs();
   AlertItem item;
   item.event_id = NewId("evt");
   item.kind = AlertKind::kNew;

@@ -15,7 +15,7 @@ void Alerting::Enqueue(const std::string& target, Notification n) {
   for (const Receiver& r : receivers_) {
     if (r.target() == target) n.receiver = r.name();
   }
-  outbox_->Add(target, std::move(n), clock_());
+  outbox_->Add(target, std::move(n), NowMs());
   if (store_backed_) {
     waiting_for_store_ = true;
     if (request_checkpoint_) request_checkpoint_();
@@ -38,7 +38,7 @@ void Alerting::OnCheckpointFailed() {
 
 void Alerting::Dispatch() {
   if (!running_ || delivery_ == nullptr) return;
-  const int64_t now = clock_();
+  const int64_t now = NowMs();
   for (const Outbox::Send& send : outbox_->TakeDue(now)) {
     const OutboxEntry* entry = outbox_->Find(send.seq);
     for (const Receiver& r : receivers_) {
@@ -58,7 +58,7 @@ void Alerting::Dispatch() {
 }
 
 void Alerting::ArmDispatchTimer() {
-  const int64_t now = clock_();
+  const int64_t now = NowMs();
   const std::optional<int64_t> next = outbox_->NextWakeup(now);
   dispatch_timer_.cancel();
   if (!next) return;
@@ -75,7 +75,7 @@ void Alerting::OnDelivered(int64_t seq, DeliveryOutcome outcome) {
   if (entry == nullptr) return;
   const std::string target = entry->target;
   const Notification notification = entry->notification;
-  const int64_t now = clock_();
+  const int64_t now = NowMs();
   std::uniform_real_distribution<double> uniform(0.0, 1.0);
   const RetryDecision d = outbox_->OnResult(seq, outcome, now, uniform(random_));
   const std::string kind = notification.items.size() == 1 && notification.more == 0
@@ -140,7 +140,7 @@ void Alerting::ReportDisabled(const std::string& target, const std::string& reas
   item.state = "active";
   item.host = host_;
   item.detail = reason;
-  item.first_seen_ms = item.last_seen_ms = clock_();
+  item.first_seen_ms = item.last_seen_ms = NowMs();
   item.active_until_ms = item.last_seen_ms + tracker_.options().quiet_for_ms;
   Route(item, "agent", 0, 0, false);
 }

@@ -104,7 +104,7 @@ void Alerting::Raise(const std::vector<LifecycleEvent>& events, const FindingEve
 
 void Alerting::Route(const AlertItem& item, const std::string& group_key, uint64_t stream_id,
                      uint64_t hit_line, bool group, bool alertmanager_only) {
-  const int64_t now = clock_();
+  const int64_t now = NowMs();
   for (const Receiver& r : receivers_) {
     if (alertmanager_only && r.type() != ReceiverConfig::Type::kAlertmanager) continue;
     if (!r.Takes(item.kind, item.severity)) continue;
@@ -168,7 +168,7 @@ void Alerting::UpdateWaitingCounts(const std::string& signature) {
 
 void Alerting::ScheduleFlush() {
   if (groups_.empty()) return;
-  const int64_t now = clock_();
+  const int64_t now = NowMs();
   int64_t due = INT64_MAX;
   for (const auto& [key, g] : groups_) due = std::min(due, DueOf(g, now));
   if (due <= now) {
@@ -192,7 +192,7 @@ void Alerting::ScheduleFlush() {
 }
 
 void Alerting::FlushDue(bool all) {
-  const int64_t now = clock_();
+  const int64_t now = NowMs();
   for (auto it = groups_.begin(); it != groups_.end();) {
     if (!all && DueOf(it->second, now) > now) {
       ++it;

@@ -4,7 +4,6 @@
 // and are counted in faultline_signature_occurrences_total.
 
 #include <algorithm>
-#include <chrono>
 
 #include "agent/alert/alerting.h"
 #include "agent/alert/line_timestamp.h"
@@ -94,7 +93,7 @@ void Alerting::OnBatch(uint64_t stream_id, const std::string& source_id, const L
       fix.note = "seen in " + source_id + " line " + std::to_string(hit.line_number);
       fix.origin = FixOrigin::kObserved;
       std::vector<LifecycleEvent> events;
-      const int64_t now = clock_();
+      const int64_t now = NowMs();
       tracker_.AddFix(fix, now, &events);
       Raise(events, nullptr, now);
     }
@@ -145,13 +144,13 @@ void Alerting::OnStreamEnd(uint64_t stream_id) {
   ScheduleFlush();  // nothing more comes after the items held for consequences
   if (!runs_tracked_ || !run.lines || run.failed) return;
   std::vector<LifecycleEvent> events;
-  const int64_t now = clock_();
+  const int64_t now = NowMs();
   tracker_.OnCleanRun(run.job, now, &events);
   Raise(events, nullptr, now);
 }
 
 void Alerting::OnFinding(const FindingEvent& event) {
-  const int64_t now = clock_();
+  const int64_t now = NowMs();
   if (event.severity >= tracker_.options().min_severity) {
     // Matched lines come before their batch is shown (OnBatch after matching), so the run may
     // not be known yet.
@@ -181,12 +180,8 @@ void Alerting::OnFinding(const FindingEvent& event) {
     occ.package = rule->version_of;
     occ.version = VersionAt(event.stream_id, event.source_id, rule->version_of, event.line_number);
   }
-  occ.line_time_ms =
-      event.line_time
-          ? std::make_optional<int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                            event.line_time->time_since_epoch())
-                                            .count())
-          : ParseLineTimestamp(event.text, now);
+  occ.line_time_ms = event.line_time ? std::make_optional(UnixMs(*event.line_time))
+                                     : ParseLineTimestamp(event.text, now);
   std::vector<LifecycleEvent> events;
   const FixJudgement judgement = tracker_.Observe(occ, &events);
   CountOccurrence(event, judgement, now);

@@ -27,7 +27,7 @@ json FixJson(const FixRecord& f) {
 }  // namespace
 
 std::string Alerting::SignaturesJson() const {
-  const int64_t now = clock_();
+  const int64_t now = NowMs();
   json list = json::array();
   for (const auto& [signature, r] : tracker_.records()) {
     json labels = json::object();
@@ -79,7 +79,7 @@ std::string Alerting::SignaturesJson() const {
 std::string Alerting::StateName(std::string_view signature) const {
   const SignatureRecord* record = tracker_.Find(signature);
   if (record == nullptr) return "";
-  return std::string(SignatureStateName(tracker_.StateOf(*record, clock_())));
+  return std::string(SignatureStateName(tracker_.StateOf(*record, NowMs())));
 }
 
 std::string Alerting::ReceiversJson() const {
