@@ -37,9 +37,14 @@
 // (store_backed false: `alert test`, an agent that keeps no state) entries are sent at once, and a
 // restart forgets the lifecycle and what was still queued.
 //
-// Time: Unix milliseconds from the clock given to Create. Not thread-safe: everything runs on the
-// io_context's one thread, the delivery thread posts its results there. Create fails, with file,
-// line and key, only at load time (a bad versions file or receiver). Nothing throws after.
+// Time: Unix milliseconds from the wall clock given to Create (core/clock.h). Not thread-safe:
+// everything runs on the io_context's one thread, the delivery thread posts its results there.
+// Create fails, with file, line and key, only at load time (a bad versions file or receiver).
+// Nothing throws after.
+//
+// The implementation is one file per concern: alerting.cc (setup, timers), alerting_intake.cc,
+// alerting_consequences.cc, alerting_grouping.cc, alerting_dispatch.cc, alerting_admin.cc and
+// alerting_json.cc.
 #ifndef FAULTLINE_ALERT_ALERTING_H_
 #define FAULTLINE_ALERT_ALERTING_H_
 
@@ -65,6 +70,7 @@
 #include "agent/alert/version_watcher.h"
 #include "agent/config/config.h"
 #include "agent/core/asio.h"
+#include "agent/core/clock.h"
 #include "agent/core/result.h"
 #include "agent/framing/line_batch.h"
 #include "agent/rules/finding_event.h"
@@ -74,14 +80,11 @@ namespace faultline {
 
 class Alerting {
  public:
-  using Clock = std::function<int64_t()>;  // Unix milliseconds
-  static int64_t SystemNowMs();
-
   // `rules` and `registry` must outlive the object.
   static Result<std::unique_ptr<Alerting>> Create(asio::io_context& io, const Config& config,
                                                   const std::vector<Rule>& rules,
                                                   prometheus::Registry& registry, bool store_backed,
-                                                  Clock clock = SystemNowMs);
+                                                  WallClock clock = SystemNow);
   ~Alerting();
   Alerting(const Alerting&) = delete;
   Alerting& operator=(const Alerting&) = delete;
@@ -176,7 +179,7 @@ class Alerting {
 
  private:
   Alerting(asio::io_context& io, const Config& config, const std::vector<Rule>& rules,
-           prometheus::Registry& registry, bool store_backed, Clock clock,
+           prometheus::Registry& registry, bool store_backed, WallClock clock,
            std::vector<Receiver> receivers, std::unique_ptr<VersionWatcher> watcher);
 
   struct StreamInfo {
@@ -216,6 +219,8 @@ class Alerting {
     uint64_t more = 0;           // items beyond kMaxItemsPerNotification, counted only
   };
 
+  // The clock's now in Unix milliseconds, as the tracker and the outbox keep times.
+  int64_t NowMs() const { return UnixMs(clock_()); }
   std::string VersionAt(uint64_t stream_id, const std::string& source_id,
                         const std::string& package, uint64_t line) const;
   void Raise(const std::vector<LifecycleEvent>& events, const FindingEvent* event, int64_t now);
@@ -254,7 +259,7 @@ class Alerting {
 
   asio::io_context& io_;
   const Config& config_;
-  const Clock clock_;
+  const WallClock clock_;
   const bool store_backed_;
   const std::string host_;
   std::map<std::string, const Rule*, std::less<>> rules_;

@@ -1,7 +1,8 @@
 #include "agent/api/findings_json.h"
 
-#include <chrono>
 #include <nlohmann/json.hpp>
+
+#include "agent/core/clock.h"
 
 namespace faultline {
 
@@ -10,8 +11,6 @@ std::string LatestFindingsJson(const LatestFindings& latest) {
   for (const FindingEvent& e : latest.events()) {
     nlohmann::json labels = nlohmann::json::object();
     for (const auto& [name, value] : e.labels) labels[name] = value;
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-        e.observed_at.time_since_epoch());
     findings.push_back({{"signature", e.signature},
                         {"rule_id", e.rule_id},
                         {"severity", SeverityName(e.severity)},
@@ -19,7 +18,7 @@ std::string LatestFindingsJson(const LatestFindings& latest) {
                         {"source", e.source_id},
                         {"stream", e.stream_name},
                         {"line", e.line_number},
-                        {"observed_at_ms", ms.count()},
+                        {"observed_at_ms", UnixMs(e.observed_at)},
                         {"text", e.text},
                         {"text_truncated", e.text_truncated},
                         {"context_before", e.context_before}});

@@ -3,6 +3,8 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "agent/core/clock.h"
+
 namespace faultline {
 namespace {
 
@@ -17,10 +19,6 @@ nlohmann::json Time(TimePoint t) {
   return buf;
 }
 
-int64_t Ms(TimePoint t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-}
-
 nlohmann::json Hit(const FindingEvent& e) {
   nlohmann::json labels = nlohmann::json::object();
   for (const auto& [name, value] : e.labels) labels[name] = value;
@@ -30,13 +28,13 @@ nlohmann::json Hit(const FindingEvent& e) {
                         {"stream", e.stream_name},
                         {"line", e.line_number},
                         {"observed_at", Time(e.observed_at)},
-                        {"observed_at_ms", Ms(e.observed_at)},
+                        {"observed_at_ms", UnixMs(e.observed_at)},
                         {"text", e.text},
                         {"text_truncated", e.text_truncated},
                         {"context_before", e.context_before}};
   if (e.line_time) {
     hit["line_time"] = Time(*e.line_time);
-    hit["line_time_ms"] = Ms(*e.line_time);
+    hit["line_time_ms"] = UnixMs(*e.line_time);
   }
   return hit;
 }

@@ -1,19 +1,11 @@
 #include "agent/api/unrecognised_json.h"
 
-#include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "agent/core/clock.h"
 #include "agent/framing/utf8.h"
 
 namespace faultline {
-namespace {
-
-int64_t Millis(std::chrono::system_clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-}
-
-}  // namespace
-
 std::string UnrecognisedJson(const Discovery& discovery) {
   nlohmann::json templates = nlohmann::json::array();
   for (const TemplateStats* t : discovery.Sorted()) {
@@ -30,8 +22,8 @@ std::string UnrecognisedJson(const Discovery& discovery) {
                            {"file", SanitizeUtf8(t->first.stream)},
                            {"line", t->first.line_number},
                            {"text", SanitizeUtf8(t->first.text)}}},
-                         {"first_seen_ms", Millis(t->first_seen)},
-                         {"last_seen_ms", Millis(t->last_seen)},
+                         {"first_seen_ms", UnixMs(t->first_seen)},
+                         {"last_seen_ms", UnixMs(t->last_seen)},
                          {"examples", examples}});
   }
   const nlohmann::json out = {{"unrecognised", templates},

@@ -86,17 +86,6 @@ std::vector<const ScanReport::Entry*> ScanReport::Sorted() const {
   return out;
 }
 
-namespace {
-
-// Whether `cause` may explain `symptom` at all: its rule is named by the symptom's, and a warning
-// does not explain an error (the error would vanish under a lesser finding).
-bool CanExplain(const ScanReport::Entry& symptom, const ScanReport::Entry& cause) {
-  return IsConsequenceOf(*symptom.rule, *cause.rule) &&
-         (IsFailure(cause.severity) || !IsFailure(symptom.severity));
-}
-
-}  // namespace
-
 std::vector<ScanReport::Group> ScanReport::Grouped() const {
   const std::vector<const Entry*> sorted = Sorted();
   std::vector<const Entry*> by_position(sorted);
@@ -109,7 +98,10 @@ std::vector<ScanReport::Group> ScanReport::Grouped() const {
     const Entry* before = nullptr;  // by_position: the first found of each kind is the earliest
     const Entry* after = nullptr;
     for (const Entry* root : by_position) {
-      if (root->rule->role != RuleRole::kRoot || !CanExplain(*symptom, *root)) continue;
+      if (root->rule->role != RuleRole::kRoot ||
+          !CanExplain(*symptom->rule, symptom->severity, *root->rule, root->severity)) {
+        continue;
+      }
       const Entry*& slot = Before(*symptom, *root) ? after : before;
       if (slot == nullptr) slot = root;
     }
@@ -123,7 +115,7 @@ std::vector<ScanReport::Group> ScanReport::Grouped() const {
     for (const Entry* stand_in : by_position) {
       if (!Before(*stand_in, *symptom)) break;
       if (stand_in->rule->role == RuleRole::kSymptom && !cause_of.contains(stand_in) &&
-          CanExplain(*symptom, *stand_in)) {
+          CanExplain(*symptom->rule, symptom->severity, *stand_in->rule, stand_in->severity)) {
         cause_of[symptom] = stand_in;
         break;
       }

@@ -22,7 +22,7 @@ bool IsIpythonHeader(std::string_view prefix) {
 
 }  // namespace
 
-Discovery::Discovery(DiscoveryOptions options, Clock clock)
+Discovery::Discovery(DiscoveryOptions options, WallClock clock)
     : options_(options),
       clock_(std::move(clock)),
       miner_(MinerOptions{.max_templates = std::max<std::size_t>(options.max_templates, 1)}) {}

@@ -26,7 +26,6 @@
 #ifndef FAULTLINE_DISCOVER_DISCOVERY_H_
 #define FAULTLINE_DISCOVER_DISCOVERY_H_
 
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -35,6 +34,7 @@
 #include <string_view>
 #include <vector>
 
+#include "agent/core/clock.h"
 #include "agent/discover/error_cues.h"
 #include "agent/discover/template_miner.h"
 #include "agent/match/line_watcher.h"
@@ -64,8 +64,8 @@ struct TemplateStats {
   };
   Occurrence first;
   std::vector<std::string> examples;  // distinct lines, the first one first
-  std::chrono::system_clock::time_point first_seen;
-  std::chrono::system_clock::time_point last_seen;
+  WallTime first_seen;
+  WallTime last_seen;
   uint64_t created = 0;  // order of creation, to sort ties by age
   bool alerted = false;
 };
@@ -79,12 +79,10 @@ class Discovery {
  public:
   static constexpr std::size_t kExampleBytes = 512;
   static constexpr std::size_t kMaxExamples = 3;
-  using Clock = std::function<std::chrono::system_clock::time_point()>;
   using AlertHook = std::function<void(const FindingEvent&)>;
   using Observer = std::function<void(const UnrecognisedLine&, const TemplateStats&)>;
 
-  explicit Discovery(DiscoveryOptions options = {},
-                     Clock clock = std::chrono::system_clock::now);
+  explicit Discovery(DiscoveryOptions options = {}, WallClock clock = SystemNow);
 
   void Record(const UnrecognisedLine& line);
 
@@ -102,7 +100,7 @@ class Discovery {
 
  private:
   const DiscoveryOptions options_;
-  const Clock clock_;
+  const WallClock clock_;
   TemplateMiner miner_;
   std::vector<TemplateStats> stats_;  // by miner slot
   std::vector<std::string> tokens_;

@@ -22,4 +22,10 @@ bool IsConsequenceOf(const Rule& symptom, const Rule& cause) {
   return false;
 }
 
+bool CanExplain(const Rule& symptom, Severity symptom_severity, const Rule& cause,
+                Severity cause_severity) {
+  return IsConsequenceOf(symptom, cause) &&
+         (IsFailure(cause_severity) || !IsFailure(symptom_severity));
+}
+
 }  // namespace faultline

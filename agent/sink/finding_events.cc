@@ -30,7 +30,7 @@ std::string Bounded(std::string_view bytes, std::size_t max, bool* truncated) {
 
 }  // namespace
 
-FindingEventBuilder::FindingEventBuilder(SignatureLabels& labels, Clock clock)
+FindingEventBuilder::FindingEventBuilder(SignatureLabels& labels, WallClock clock)
     : labels_(labels), clock_(std::move(clock)) {}
 
 void FindingEventBuilder::OnFinding(const Finding& finding) {
@@ -48,8 +48,7 @@ void FindingEventBuilder::OnFinding(const Finding& finding) {
   event.line_number = finding.line_number;
   event.observed_at = clock_();
   if (finding.line_time_ms) {
-    event.line_time =
-        std::chrono::system_clock::time_point(std::chrono::milliseconds(*finding.line_time_ms));
+    event.line_time = FromUnixMs(*finding.line_time_ms);
   }
   event.text_truncated = finding.text_truncated;
   event.text = Bounded(finding.text, FindingEvent::kMaxTextBytes, &event.text_truncated);

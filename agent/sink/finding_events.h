@@ -13,7 +13,6 @@
 #ifndef FAULTLINE_SINK_FINDING_EVENTS_H_
 #define FAULTLINE_SINK_FINDING_EVENTS_H_
 
-#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <list>
@@ -21,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "agent/core/clock.h"
 #include "agent/match/finding.h"
 #include "agent/rules/finding_event.h"
 #include "agent/sink/signature_labels.h"
@@ -35,11 +35,9 @@ class FindingEventSink {
 
 class FindingEventBuilder : public FindingSink {
  public:
-  using Clock = std::function<std::chrono::system_clock::time_point()>;
-
   // `labels` must outlive the builder; it is the agent's one SignatureLabels, so events name the
   // same signatures as the metrics.
-  explicit FindingEventBuilder(SignatureLabels& labels, Clock clock = std::chrono::system_clock::now);
+  explicit FindingEventBuilder(SignatureLabels& labels, WallClock clock = SystemNow);
 
   void Add(FindingEventSink* sink) { sinks_.push_back(sink); }
 
@@ -47,7 +45,7 @@ class FindingEventBuilder : public FindingSink {
 
  private:
   SignatureLabels& labels_;
-  const Clock clock_;
+  const WallClock clock_;
   std::vector<FindingEventSink*> sinks_;
 };
 

@@ -53,7 +53,7 @@ class AlertingTest : public ::testing::Test {
 
   Alerting& Start() {
     Result<std::unique_ptr<Alerting>> a =
-        Alerting::Create(io_, config_, rules_, registry_, false, Alerting::SystemNowMs);
+        Alerting::Create(io_, config_, rules_, registry_, false, SystemNow);
     EXPECT_TRUE(a.ok()) << (a.ok() ? "" : FormatErrors(a.errors()));
     alerting_ = std::move(a).value();
     alerting_->Start();
@@ -155,8 +155,24 @@ TEST_F(AlertingTest, AConfigFixAddedLaterResolvesTheAlertAtAlertmanagerOnly) {
   EXPECT_EQ("resolved", resolved[0]["annotations"]["kind"]);
   EXPECT_EQ(fired[0]["labels"], resolved[0]["labels"]) << "the same alert, so Alertmanager ends it";
   EXPECT_LT(resolved[0]["endsAt"].get<std::string>(),
-            FormatTimestampMs(Alerting::SystemNowMs() + 60'000))
+            FormatTimestampMs(UnixMs(SystemNow()) + 60'000))
       << "ends now, not a quiet_for after the last occurrence: " << resolved;
+}
+
+// Every time Alerting records comes from the clock it was given, not the system's.
+TEST_F(AlertingTest, TimesComeFromTheGivenWallClock) {
+  int64_t now_ms = 1'700'000'000'000;
+  Result<std::unique_ptr<Alerting>> a =
+      Alerting::Create(io_, config_, rules_, registry_, false, [&] { return FromUnixMs(now_ms); });
+  ASSERT_TRUE(a.ok()) << (a.ok() ? "" : FormatErrors(a.errors()));
+  alerting_ = std::move(a).value();
+  alerting_->OnFinding(Event(rule_, 1, "LNK1181 aio.lib"));
+  now_ms += 5'000;
+  alerting_->OnFinding(Event(rule_, 2, "LNK1181 aio.lib"));
+  const json signatures = json::parse(alerting_->SignaturesJson());
+  ASSERT_EQ(1u, signatures["signatures"].size());
+  EXPECT_EQ(FormatTimestampMs(1'700'000'000'000), signatures["signatures"][0]["first_seen"]);
+  EXPECT_EQ(FormatTimestampMs(1'700'000'005'000), signatures["signatures"][0]["last_seen"]);
 }
 
 TEST_F(AlertingTest, GroupWaitBatchesOneRunIntoOneMessage) {

@@ -44,5 +44,32 @@ TEST(Consequence, RootsAreNobodysConsequenceAndNothingExplainsItself) {
   EXPECT_TRUE(IsConsequenceOf(child, watchdog));
 }
 
+TEST(CanExplain, ALesserFindingDoesNotExplainAFailure) {
+  const Rule watchdog = MakeRule("distributed.nccl.watchdog_timeout", "distributed",
+                                 RuleRole::kSymptom, {"gpu."});
+  const Rule oom = MakeRule("gpu.cuda.out_of_memory", "memory");
+  EXPECT_TRUE(CanExplain(watchdog, Severity::kError, oom, Severity::kError));
+  EXPECT_TRUE(CanExplain(watchdog, Severity::kCritical, oom, Severity::kError));
+  EXPECT_TRUE(CanExplain(watchdog, Severity::kError, oom, Severity::kCritical));
+  EXPECT_TRUE(CanExplain(watchdog, Severity::kWarning, oom, Severity::kError));
+  EXPECT_TRUE(CanExplain(watchdog, Severity::kWarning, oom, Severity::kWarning));
+  EXPECT_TRUE(CanExplain(watchdog, Severity::kInfo, oom, Severity::kWarning));
+  EXPECT_TRUE(CanExplain(watchdog, Severity::kWarning, oom, Severity::kInfo));
+  EXPECT_FALSE(CanExplain(watchdog, Severity::kError, oom, Severity::kWarning));
+  EXPECT_FALSE(CanExplain(watchdog, Severity::kCritical, oom, Severity::kInfo));
+}
+
+TEST(CanExplain, SeverityNeverMakesAConsequenceOfWhatTheRuleDoesNotName) {
+  const Rule watchdog = MakeRule("distributed.nccl.watchdog_timeout", "distributed",
+                                 RuleRole::kSymptom, {"gpu.", "category:memory"});
+  const Rule ninja = MakeRule("build.ninja.failed", "build");
+  EXPECT_FALSE(CanExplain(watchdog, Severity::kWarning, ninja, Severity::kCritical));
+  EXPECT_TRUE(CanExplain(watchdog, Severity::kError,
+                         MakeRule("memory.host.oom_killer", "memory"), Severity::kCritical));
+  const Rule oom = MakeRule("gpu.cuda.out_of_memory", "memory");
+  EXPECT_FALSE(CanExplain(oom, Severity::kWarning, watchdog, Severity::kCritical));  // a root
+  EXPECT_FALSE(CanExplain(watchdog, Severity::kWarning, watchdog, Severity::kCritical));
+}
+
 }  // namespace
 }  // namespace faultline
