@@ -17,10 +17,12 @@ namespace {
 constexpr std::size_t kMaxItemsPerNotification = 100;
 // How long a failure that may have consequences waits for them (alerting.h, "Consequences"):
 // a tool prints its summary (pip's "Command errored out", torchrun's ChildFailedError, an abort)
-// within a few lines and milliseconds of the cause. Bounds the latency this adds to
-// group_wait_ms 0; a larger group_wait_ms makes it moot.
+// within a few lines of the cause, but a writer that flushes line by line on a loaded node can put
+// a few hundred milliseconds between them (250 ms was seen to split one failure in two on a busy
+// CI runner). Bounds the latency this adds to group_wait_ms 0 for a quiet stream; a stream that
+// goes on releases it after kConsequenceLines, and a larger group_wait_ms makes it moot.
 constexpr uint64_t kConsequenceLines = 10;
-constexpr int64_t kConsequenceWaitMs = 250;
+constexpr int64_t kConsequenceWaitMs = 1000;
 
 }  // namespace
 

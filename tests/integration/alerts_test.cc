@@ -265,7 +265,12 @@ TEST_F(AlertsTest, FourLocalisedLinesAreOneSignatureAndOneNewAndCufileIsAnother)
       "faultline_signature_matches_total{lib=\"aio\",severity=\"error\",signature=\"deepspeed."
       "async_io.windows_link\"}";
   ASSERT_TRUE(Eventually([&] { return testing::Sample(Metrics(), aio) == 4; })) << Metrics();
-  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  ASSERT_TRUE(hook.WaitFor(1)) << agent.Stderr();
+  // A message for another of the four would be on its way by now: the agent's queue is empty.
+  ASSERT_TRUE(Eventually([&] {
+    return Metrics().find("faultline_notification_queue_depth{receiver=\"hook\"} 0") !=
+           std::string::npos;
+  })) << Metrics();
   std::vector<std::string> news;
   for (const auto& r : hook.requests()) {
     const json body = Body(r);
