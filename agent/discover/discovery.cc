@@ -122,8 +122,9 @@ void StreamDiscovery::OnBatch(const LineBatch& batch, uint64_t first_line,
     if (next_hit < hits.size() && hits[next_hit].line == i) watches = hits[next_hit++].watches;
     const uint64_t number = first_line + i;
     const std::string_view text = batch.line(i);
-    const bool exception_line = in_traceback_ && AfterTraceback(number, text);
+    const TracebackPart part = in_traceback_ ? AfterTraceback(number, text) : TracebackPart::kNone;
     bool ipython_header = false;
+    bool opens_traceback = false;  // a candidate only through its exception line, as unprefixed
     if (watches & (1u << kTracebackWatch)) {
       if (const std::optional<size_t> at = TracebackAt(text)) {
         ipython_header = IsIpythonHeader(text.substr(0, *at));
@@ -133,12 +134,14 @@ void StreamDiscovery::OnBatch(const LineBatch& batch, uint64_t first_line,
           Consider(number, ErrorCue::kPythonException, text);
         } else {
           in_traceback_ = true;
+          opens_traceback = true;
           traceback_line_ = number;
           traceback_prefix_.assign(text.substr(0, std::min<size_t>(*at, kHeldBytes)));
         }
       }
     }
-    if (!exception_line && !ipython_header && (watches & ~(1u << kTracebackWatch)) != 0) {
+    if (part == TracebackPart::kNone && !ipython_header && !opens_traceback &&
+        (watches & ~(1u << kTracebackWatch)) != 0) {
       if (const std::optional<ErrorCue> cue = CueOf(text)) Consider(number, *cue, text);
     }
     ++i;
@@ -146,22 +149,23 @@ void StreamDiscovery::OnBatch(const LineBatch& batch, uint64_t first_line,
   ReleaseBefore(open_from > explain_window_ ? open_from - explain_window_ : 0);
 }
 
-bool StreamDiscovery::AfterTraceback(uint64_t line, std::string_view text) {
-  if (line <= traceback_line_) return false;
+StreamDiscovery::TracebackPart StreamDiscovery::AfterTraceback(uint64_t line,
+                                                              std::string_view text) {
+  if (line <= traceback_line_) return TracebackPart::kNone;
   if (line - traceback_line_ > kMaxTracebackLines) {
     in_traceback_ = false;
-    return false;
+    return TracebackPart::kNone;
   }
   // Lines of other writers (ranks, threads) may come between; only the traceback's own prefix
   // continues it.
-  if (!text.starts_with(traceback_prefix_)) return false;
+  if (!text.starts_with(traceback_prefix_)) return TracebackPart::kNone;
   const std::string_view rest = text.substr(traceback_prefix_.size());
-  if (rest.empty() || IsSpace(rest[0])) return false;  // a frame or its source line
-  if (TracebackAt(rest) == 0) return false;  // the next traceback of a chain reopens it
+  if (rest.empty() || IsSpace(rest[0])) return TracebackPart::kBody;  // a frame or its source
+  if (TracebackAt(rest) == 0) return TracebackPart::kNone;  // the next traceback of a chain
   in_traceback_ = false;
-  if (!IsExceptionLine(rest)) return false;
+  if (!IsExceptionLine(rest)) return TracebackPart::kNone;
   Consider(line, ErrorCue::kPythonException, text);
-  return true;
+  return TracebackPart::kExceptionLine;
 }
 
 bool StreamDiscovery::Explained(uint64_t line) const {

@@ -147,8 +147,12 @@ class StreamDiscovery : public LineWatcher {
 
   // A cue line: held unless a finding already explains it.
   void Consider(uint64_t line, ErrorCue cue, std::string_view text);
-  // A line after an open traceback's first line; true when it was taken as its exception line.
-  bool AfterTraceback(uint64_t line, std::string_view text);
+  // What a line after an open traceback's first line is to it. Its frames and source lines are
+  // never candidates of their own, even behind a logger header that says ERROR (vLLM prints
+  // every line of a logged traceback behind "(APIServer pid=N) ERROR <time> [file:line] "): the
+  // exception line stands for the traceback.
+  enum class TracebackPart { kNone, kBody, kExceptionLine };
+  TracebackPart AfterTraceback(uint64_t line, std::string_view text);
   bool Explained(uint64_t line) const;
   void Release(const Held& held);
   void ReleaseBefore(uint64_t line);

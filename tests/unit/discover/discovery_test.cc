@@ -152,6 +152,25 @@ TEST(StreamDiscovery, PythonExceptionLineEndsATracebackWithItsPrefix) {
   EXPECT_EQ(ErrorCue::kPythonException, scan.discovery.Sorted()[0]->cue);
 }
 
+// vLLM logs a traceback with its logger header, which says ERROR, on every line: the frames and
+// the traceback's first line are not candidates of their own; the exception line stands for them.
+TEST(StreamDiscovery, ATracebackLoggedBehindAnErrorHeaderIsItsExceptionLine) {
+  Scan scan;
+  const std::string header = "(EngineCore pid=7) ERROR 07-25 16:19:29 [core.py:1007] ";
+  scan.Run(header + "EngineCore failed to start.\n" + header +
+           "Traceback (most recent call last):\n" + header +
+           "  File \"/vllm/v1/engine/core.py\", line 99, in run_engine_core\n" + header +
+           "    raise RuntimeError(\"ERROR while warming up\")\n" + header +
+           "    ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n" + header +
+           "RuntimeError: shape mismatch: value tensor of shape [5]\n"
+           "(APIServer pid=3) INFO 07-25 16:19:30 [api_server.py:1] shutting down\n");
+  EXPECT_THAT(scan.Templates(),
+              ElementsAre("(EngineCore pid= <*>) ERROR <*>-<*> <*> [<*>] EngineCore failed "
+                          "to start. x1 @1",
+                          "(EngineCore pid= <*>) ERROR <*>-<*> <*> [<*>] RuntimeError: "
+                          "shape mismatch: value tensor of shape [<*>] x1 @6"));
+}
+
 TEST(StreamDiscovery, ChainedTracebacksGiveEachException) {
   Scan scan;
   scan.Run(
