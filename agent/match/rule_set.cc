@@ -95,17 +95,19 @@ Result<std::shared_ptr<const RuleSet>> RuleSet::Compile(
     uint32_t window = 0;
     bool context_only = true;
     for (const PatternRef& ref : set->refs_[p]) {
-      const Rule& rule = set->rules_[ref.rule];
+      // A watch ref (discovery's cue patterns) belongs to no rule: with no rules loaded there is
+      // no rule to look up.
       switch (ref.role) {
         case PatternRole::kRequires:
         case PatternRole::kDowngradeAfter:
         case PatternRole::kDowngradeBefore:
-          window = std::max(window, static_cast<uint32_t>(rule.context->within_lines));
+          window = std::max(
+              window, static_cast<uint32_t>(set->rules_[ref.rule].context->within_lines));
           break;
         case PatternRole::kMatch:
         case PatternRole::kSequenceStep:
           context_only = false;
-          if (rule.context) set->opens_window_[p] = true;
+          if (set->rules_[ref.rule].context) set->opens_window_[p] = true;
           break;
         case PatternRole::kWatch:
           context_only = false;

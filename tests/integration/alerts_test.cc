@@ -1,5 +1,7 @@
 // Alerts as a user gets them: the real binary, real files, the state store on disk, and real HTTP
 // receivers on loopback that the tests start and script (tests/support/http_receiver.h).
+// Over 600 lines: one fixture (agent, receiver, store) for the lifecycle scenarios of
+// docs/alerting.md; split, each part would repeat the fixture.
 #include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,6 +1,8 @@
 // `faultline run` with network sources, as senders reach it: real TCP, UDP and Unix sockets on
 // loopback, nc-like senders (and util-linux `logger` for syslog), counts read from /metrics and
 // /api/v1/findings of the real binary. Each test is bounded to a few seconds.
+// Over 600 lines: the source types share parameterised fixtures (Types/*); a file per type would
+// repeat them.
 #include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -2,6 +2,7 @@
 // state store and every line is counted exactly once, through kill -9 at random moments, SIGTERM,
 // Debian's real logrotate (copytruncate and create), and files rotated twice, truncated or
 // replaced while the agent was down. Every count is read from /metrics of the real binary.
+// Over 600 lines: the restart scenarios share one fixture and its exactly-once check.
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,3 +1,5 @@
+// The HTTP server's routes, limits and connection handling through a real Beast client on
+// loopback. Over 600 lines: one fixture for every behaviour of one server.
 // GCC 12 with optimisation reports a false -Wmaybe-uninitialized inside Beast 1.74's *response*
 // parser (a boost::optional in basic_parser<false>::do_field). Only this client side parses
 // responses; the pragma comes first because the warning is attributed to Beast's header lines.
