@@ -278,8 +278,9 @@ class FileTailer : private DescriptorBudget::Holder {
   bool Claim(int fd, const std::string& name, size_t index, bool by_inode);
   void DrainLocated();
   // Whether the file open at `fd` (`size` bytes) is empty, or its bytes are the start of a file
-  // followed now (its first and last bytes are that file's at the same offsets): a copy logrotate
-  // copytruncate made, or is making, of a file whose truncate has not come yet.
+  // followed now (its first and last bytes are that file's at the same offsets), or it holds what
+  // was read of a followed file: a copy logrotate copytruncate made, or is making, of a file whose
+  // truncate has not come yet, or came after the agent opened the file at start.
   bool CopiesAFollowedFile(int fd, uint64_t size) const;
   // Continues `file`'s stream in a copy of it nobody follows, after a copytruncate.
   bool ContinueInCopy(TailedFile& file);

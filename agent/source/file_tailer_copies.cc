@@ -140,7 +140,15 @@ bool FileTailer::CopiesAFollowedFile(int fd, uint64_t size) const {
   if (size == 0) return true;  // created, not filled yet: nothing in it can be told from a copy
   FileEnds ends;
   if (!ReadEnds(fd, size, &ends)) return false;
-  const auto holds_it = [&](const TailedFile& other) { return StartsWith(other.fd, ends); };
+  // Either the original still starts with the copy's bytes (not truncated yet), or the copy holds
+  // what was read of the original (truncated since it was opened at start: its truncation is
+  // handled where it is followed, which goes on in this copy from where reading stopped).
+  const auto holds_it = [&](const TailedFile& other) {
+    return StartsWith(other.fd, ends) ||
+           (other.mark.offset > 0 &&
+            Holds(fd, ToFileMark(other.path, static_cast<uint64_t>(other.dev),
+                                 static_cast<uint64_t>(other.ino), other.mark, other.mark.offset)));
+  };
   return std::any_of(files_.begin(), files_.end(),
                      [&](const auto& entry) { return holds_it(*entry.second); }) ||
          std::any_of(draining_.begin(), draining_.end(),
