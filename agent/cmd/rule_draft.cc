@@ -169,7 +169,7 @@ std::string DraftId(std::span<const std::string> tokens, size_t anchor, const Te
   return "local." + name + "." + (words.empty() ? t.id : words);
 }
 
-std::string Quote(std::string_view text) {
+std::string SingleQuoted(std::string_view text) {
   std::string out = "'";
   for (char c : text) {
     if (c == '\'') out += "''";
@@ -268,15 +268,15 @@ RuleDraft DraftRule(const TemplateStats& t, std::string_view log) {
       << "# matched by the drafted pattern; review the pattern against the log.\n";
   }
   y << "id: " << draft.id << "\n"
-    << "title: " << Quote(title.empty() ? draft.id : title) << "\n"
+    << "title: " << SingleQuoted(title.empty() ? draft.id : title) << "\n"
     << "severity: " << SeverityName(CueSeverity(t.cue)) << "\n"
     << "category: " << CategoryOf(t.cue) << "\n"
     << "tags: [drafted, " << CueName(t.cue) << "]\n"
-    << "match:\n  - " << Quote(draft.pattern) << "\n"
-    << "root_cause: " << Quote(std::string(kDraftPlaceholder) + " what fails, and why") << "\n"
-    << "fix: " << Quote(std::string(kDraftPlaceholder) + " how to fix it") << "\n"
+    << "match:\n  - " << SingleQuoted(draft.pattern) << "\n"
+    << "root_cause: " << SingleQuoted(std::string(kDraftPlaceholder) + " what fails, and why") << "\n"
+    << "fix: " << SingleQuoted(std::string(kDraftPlaceholder) + " how to fix it") << "\n"
     << "examples:\n  match:\n";
-  for (const std::string& e : examples) y << "    - " << Quote(e) << "\n";
+  for (const std::string& e : examples) y << "    - " << SingleQuoted(e) << "\n";
   if (examples.empty()) y << "    []\n";
   y << "  no_match: []\n";
   draft.yaml = y.str();

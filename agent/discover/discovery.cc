@@ -10,13 +10,13 @@ namespace {
 
 std::string_view Cut(std::string_view text, std::size_t max) { return text.substr(0, max); }
 
-bool IsSpace(char c) { return c == ' ' || c == '\t'; }
+bool IsBlank(char c) { return c == ' ' || c == '\t'; }
 
 // IPython's `CalledProcessError                        Traceback (most recent call last)`: an
 // exception name, then a run of spaces.
 bool IsIpythonHeader(std::string_view prefix) {
   size_t end = prefix.size();
-  while (end > 0 && IsSpace(prefix[end - 1])) --end;
+  while (end > 0 && IsBlank(prefix[end - 1])) --end;
   return prefix.size() - end >= 2 && IsExceptionLine(prefix.substr(0, end));
 }
 
@@ -160,7 +160,7 @@ StreamDiscovery::TracebackPart StreamDiscovery::AfterTraceback(uint64_t line,
   // continues it.
   if (!text.starts_with(traceback_prefix_)) return TracebackPart::kNone;
   const std::string_view rest = text.substr(traceback_prefix_.size());
-  if (rest.empty() || IsSpace(rest[0])) return TracebackPart::kBody;  // a frame or its source
+  if (rest.empty() || IsBlank(rest[0])) return TracebackPart::kBody;  // a frame or its source
   if (TracebackAt(rest) == 0) return TracebackPart::kNone;  // the next traceback of a chain
   in_traceback_ = false;
   if (!IsExceptionLine(rest)) return TracebackPart::kNone;

@@ -39,7 +39,7 @@ std::optional<HttpMethod> MethodOf(http::verb verb) {
 
 std::string Text(beast::string_view s) { return std::string(s.data(), s.size()); }
 
-HttpResponse Plain(unsigned status, std::string body) {
+HttpResponse PlainResponse(unsigned status, std::string body) {
   return HttpResponse{status, "text/plain; charset=utf-8", std::move(body)};
 }
 
@@ -102,17 +102,17 @@ HttpSession::Next HttpSession::Parse() {
       // A header too large is reported by the parser itself; this is a chunk header (with its
       // extensions) that does not fit the buffer.
       if (buffer_.size() == buffer_.max_size()) {
-        return Refuse(Plain(400, "malformed request\n"), false, true);
+        return Refuse(PlainResponse(400, "malformed request\n"), false, true);
       }
       return Next::kRead;
     }
     if (ec == http::error::header_limit) {
-      return Refuse(Plain(431, "request header too large\n"), false, true);
+      return Refuse(PlainResponse(431, "request header too large\n"), false, true);
     }
     if (ec == http::error::body_limit) {
-      return Refuse(Plain(413, "request body too large\n"), false, true);
+      return Refuse(PlainResponse(413, "request body too large\n"), false, true);
     }
-    if (ec) return Refuse(Plain(400, "malformed request\n"), false, true);
+    if (ec) return Refuse(PlainResponse(400, "malformed request\n"), false, true);
     if (parser_->is_header_done() && !admitted_) {
       admitted_ = true;
       const Next next = Admit();
@@ -150,7 +150,7 @@ HttpSession::Next HttpSession::Admit() {
   if (!body_follows) return Next::kRead;
   const boost::optional<std::uint64_t> length = parser_->content_length();
   if (length.has_value() && *length > limits_.max_body_bytes) {
-    return Refuse(Plain(413, "request body too large\n"), false, true);
+    return Refuse(PlainResponse(413, "request body too large\n"), false, true);
   }
   parser_->body_limit(limits_.max_body_bytes);  // a chunked body is checked as it comes
   if (parser_->get().version() >= 11 &&

@@ -20,9 +20,9 @@ namespace faultline {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using Protocol = asio::generic::datagram_protocol;
+using DatagramProtocol = asio::generic::datagram_protocol;
 
-constexpr std::chrono::seconds kLogEvery(10);
+constexpr std::chrono::seconds kDatagramLogEvery(10);
 // Asked of the kernel so a burst survives while the loop does other work.
 constexpr int kReceiveBufferBytes = 4 << 20;
 
@@ -125,9 +125,9 @@ class DatagramListener::Impl : public std::enable_shared_from_this<DatagramListe
   bool OpenUnix(std::string* error) {
     if (!UnixSocketFile::Prepare(options_.path, SOCK_DGRAM, error)) return false;
     boost::system::error_code ec;
-    socket_.open(Protocol(asio::local::datagram_protocol()), ec);
+    socket_.open(DatagramProtocol(asio::local::datagram_protocol()), ec);
     if (!ec) {
-      socket_.bind(Protocol::endpoint(asio::local::datagram_protocol::endpoint(options_.path)), ec);
+      socket_.bind(DatagramProtocol::endpoint(asio::local::datagram_protocol::endpoint(options_.path)), ec);
     }
     if (ec) {
       *error = "cannot listen on " + options_.path + ": " + ec.message();
@@ -199,7 +199,7 @@ class DatagramListener::Impl : public std::enable_shared_from_this<DatagramListe
   }
 
   void Wait() {
-    socket_.async_wait(Protocol::socket::wait_read,
+    socket_.async_wait(DatagramProtocol::socket::wait_read,
                        [self = shared_from_this()](const boost::system::error_code& ec) {
                          if (ec || self->stopped_) return;
                          self->ReadTurn();
@@ -247,7 +247,7 @@ class DatagramListener::Impl : public std::enable_shared_from_this<DatagramListe
     }
     spdlog::warn("{}: {} ({} more since the last report)", where_, what, warnings_held_back_);
     warnings_held_back_ = 0;
-    next_warning_ = now + kLogEvery;
+    next_warning_ = now + kDatagramLogEvery;
   }
 
   void Sweep() {
@@ -281,7 +281,7 @@ class DatagramListener::Impl : public std::enable_shared_from_this<DatagramListe
   const DatagramListenerOptions options_;
   const PeerConsumerFactory factory_;
   std::string where_;
-  Protocol::socket socket_;
+  DatagramProtocol::socket socket_;
   asio::steady_timer sweep_;
   UnixSocketFile socket_file_;
   std::vector<char> buffer_;  // one datagram at a time, plus a byte for its terminator

@@ -25,25 +25,6 @@ constexpr std::chrono::seconds kLogEvery(10);
 // One read: large enough to amortise the call, and it is the listener's only buffer.
 constexpr std::size_t kReadChunkBytes = 64 * 1024;
 
-// Lets one message through per kLogEvery and counts those held back.
-class Throttle {
- public:
-  bool Allow(Clock::time_point now, uint64_t* held_back) {
-    if (now < next_) {
-      ++held_back_;
-      return false;
-    }
-    *held_back = held_back_;
-    held_back_ = 0;
-    next_ = now + kLogEvery;
-    return true;
-  }
-
- private:
-  Clock::time_point next_{};
-  uint64_t held_back_ = 0;
-};
-
 }  // namespace
 
 class StreamListener::Connection {
@@ -97,6 +78,25 @@ class StreamListener::Connection {
 };
 
 class StreamListener::Impl : public std::enable_shared_from_this<StreamListener::Impl> {
+  // Lets one message through per kLogEvery and counts those held back.
+  class Throttle {
+   public:
+    bool Allow(Clock::time_point now, uint64_t* held_back) {
+      if (now < next_) {
+        ++held_back_;
+        return false;
+      }
+      *held_back = held_back_;
+      held_back_ = 0;
+      next_ = now + kLogEvery;
+      return true;
+    }
+
+   private:
+    Clock::time_point next_{};
+    uint64_t held_back_ = 0;
+  };
+
  public:
   Impl(asio::io_context& io, StreamListenerOptions options, PeerConsumerFactory factory)
       : io_(io),

@@ -8,7 +8,7 @@ namespace {
 // A buffer that held one long message is given back rather than kept for every later one.
 constexpr size_t kRetainedBytes = 64 * 1024;
 
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+bool IsAsciiDigit(char c) { return c >= '0' && c <= '9'; }
 
 // A message's own line end is not part of it: octet-counted senders often count a trailing LF,
 // and LF-framed ones may end lines with CRLF.
@@ -58,7 +58,7 @@ void SyslogFramer::Feed(std::string_view bytes, Sink& sink) {
         break;
       }
       case State::kCount: {
-        while (!bytes.empty() && IsDigit(bytes.front()) && count_digits_ < kMaxCountDigits) {
+        while (!bytes.empty() && IsAsciiDigit(bytes.front()) && count_digits_ < kMaxCountDigits) {
           remaining_ = remaining_ * 10 + static_cast<uint64_t>(bytes.front() - '0');
           message_.push_back(bytes.front());
           ++count_digits_;

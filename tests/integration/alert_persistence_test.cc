@@ -27,7 +27,7 @@ using testing::HttpGet;
 using testing::ScriptedResponse;
 using testing::TestReceiver;
 
-constexpr char kRules[] = R"(id: t.cuda_oom
+constexpr char kPersistenceRules[] = R"(id: t.cuda_oom
 title: CUDA out of memory
 severity: error
 category: memory
@@ -69,7 +69,7 @@ class AlertPersistenceTest : public testing::AgentFolderTest {
  protected:
   void SetUp() override {
     AgentFolderTest::SetUp();
-    WriteFile("rules/t.yaml", kRules);
+    WriteFile("rules/t.yaml", kPersistenceRules);
     WriteFile("rules/t.versions.yaml", kVersions);
     WriteFile("logs/tick.log", "");  // Checkpointed's, followed from the start
   }

@@ -33,7 +33,7 @@ using testing::HttpGet;
 using testing::ScriptedResponse;
 using testing::TestReceiver;
 
-constexpr char kRules[] = R"(id: t.cuda_oom
+constexpr char kAlertRules[] = R"(id: t.cuda_oom
 title: CUDA out of memory
 severity: error
 category: memory
@@ -75,7 +75,7 @@ class AlertsTest : public testing::AgentFolderTest {
   }
   void SetUp() override {
     AgentFolderTest::SetUp();
-    WriteFile("rules/t.yaml", kRules);
+    WriteFile("rules/t.yaml", kAlertRules);
   }
 
   // A config with `receivers` (YAML list items, indented under alerts.receivers).

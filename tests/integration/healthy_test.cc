@@ -18,7 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::RunFaultline;
 
-const std::string kRules = std::string(FAULTLINE_SOURCE_DIR) + "/rules";
+const std::string kHealthyRules = std::string(FAULTLINE_SOURCE_DIR) + "/rules";
 const fs::path kHealthy = fs::path(FAULTLINE_SOURCE_DIR) / "tests" / "healthy";
 
 // The issue that asked for these logs wants at least this many kept as tests.
@@ -35,7 +35,7 @@ std::vector<fs::path> HealthyLogs() {
 
 // Error-level findings of one scan, as "file:line: rule (severity, N lines): text".
 std::vector<std::string> ErrorFindings(const std::vector<fs::path>& logs) {
-  std::vector<std::string> args = {"scan", "--rules", kRules, "--format", "json"};
+  std::vector<std::string> args = {"scan", "--rules", kHealthyRules, "--format", "json"};
   for (const fs::path& log : logs) args.push_back(log.string());
   const auto r = RunFaultline(args);
   if (r.exit_code != 0 && r.exit_code != 1) {

@@ -53,7 +53,7 @@ constexpr bool kPeakOverBaseline = true;
 constexpr bool kPeakOverBaseline = false;
 #endif
 
-constexpr char kRules[] = R"(id: t.cuda_oom
+constexpr char kHugeLineRules[] = R"(id: t.cuda_oom
 title: CUDA out of memory
 severity: error
 category: memory
@@ -96,7 +96,7 @@ class HugeLineTest : public ::testing::Test {
     }
     dir_ = testing::TempDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(dir_ + "/rules");
-    std::ofstream(dir_ + "/rules/t.yaml") << kRules;
+    std::ofstream(dir_ + "/rules/t.yaml") << kHugeLineRules;
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string dir_;

@@ -16,11 +16,11 @@ namespace {
 using ::testing::HasSubstr;
 using testing::RunFaultline;
 
-const std::string kRules = std::string(FAULTLINE_SOURCE_DIR) + "/rules";
+const std::string kMultirankRules = std::string(FAULTLINE_SOURCE_DIR) + "/rules";
 const std::string kLogs = std::string(FAULTLINE_SOURCE_DIR) + "/tests/data/multirank/";
 
 nlohmann::json ScanJson(const std::string& log) {
-  const auto r = RunFaultline({"scan", "--rules", kRules, "--format", "json", kLogs + log});
+  const auto r = RunFaultline({"scan", "--rules", kMultirankRules, "--format", "json", kLogs + log});
   EXPECT_EQ(1, r.exit_code) << r.err;
   return nlohmann::json::parse(r.out);
 }
@@ -59,7 +59,7 @@ TEST(MultiRank, RanksNamedInsideNcclMessagesAreListed) {
   EXPECT_EQ((std::vector<int>{2, 3, 4, 5, 6}),
             Finding(doc, "distributed.nccl.watchdog_timeout")["ranks"]);
   EXPECT_EQ(2, doc["first_failure"]["rank"]);  // the first timeout printed
-  const auto text = RunFaultline({"scan", "--rules", kRules,
+  const auto text = RunFaultline({"scan", "--rules", kMultirankRules,
                                   kLogs + "pytorch-118369-deepspeed-watchdog-broadcast.log"});
   EXPECT_THAT(text.out, HasSubstr("\nfirst failing rank: 2  (distributed.nccl.watchdog_timeout, "));
   EXPECT_THAT(text.out, HasSubstr("  ranks:      2, 3, 4, 5, 6\n"));
@@ -86,7 +86,7 @@ TEST(MultiRank, TorchrunSummaryNamesRankAndHost) {
   EXPECT_EQ(0, doc["first_failure"]["rank"]);
   EXPECT_EQ("localhost.com", doc["first_failure"]["host"]);
   const auto text =
-      RunFaultline({"scan", "--rules", kRules, kLogs + "llamafactory-6827-childfailed-summary.log"});
+      RunFaultline({"scan", "--rules", kMultirankRules, kLogs + "llamafactory-6827-childfailed-summary.log"});
   EXPECT_THAT(text.out, HasSubstr("first failing rank: 0 on host localhost.com"));
 }
 

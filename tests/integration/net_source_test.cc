@@ -41,7 +41,7 @@ using testing::Eventually;
 using ::testing::HasSubstr;
 using testing::HttpGet;
 
-constexpr char kRule[] = R"(id: t.cuda_oom
+constexpr char kNetRule[] = R"(id: t.cuda_oom
 title: CUDA out of memory
 severity: error
 category: memory
@@ -57,7 +57,7 @@ match: ['NCCL error']
 root_cause: r
 fix: f
 )";
-constexpr char kOom[] = "CUDA out of memory";
+constexpr char kNetOom[] = "CUDA out of memory";
 
 std::string Hits(const std::string& labels = "", const std::string& signature = "t.cuda_oom") {
   return "faultline_signature_matches_total{" + labels + "severity=\"error\",signature=\"" +
@@ -71,7 +71,7 @@ std::string Lines(const std::string& source) {
 std::string Lines(const std::string& who, int n) {
   std::string text;
   for (int i = 0; i < n; ++i) {
-    text += i % 10 == 9 ? who + " step " + std::to_string(i) + ": " + kOom + "\n"
+    text += i % 10 == 9 ? who + " step " + std::to_string(i) + ": " + kNetOom + "\n"
                         : who + " step " + std::to_string(i) + " loss 0.5\n";
   }
   return text;
@@ -81,7 +81,7 @@ class NetSourceTest : public testing::AgentFolderTest {
  protected:
   void SetUp() override {
     AgentFolderTest::SetUp();
-    WriteFile("rules/t.yaml", kRule);
+    WriteFile("rules/t.yaml", kNetRule);
     WriteFile("rules/nccl.yaml", kNcclRule);
   }
 

@@ -33,7 +33,7 @@ using testing::Eventually;
 using testing::HttpGet;
 using testing::HttpPost;
 
-constexpr char kToken[] = "load-test-token-0123456789abcdef";
+constexpr char kLoadToken[] = "load-test-token-0123456789abcdef";
 constexpr int kReloads = 100;
 constexpr uint64_t kHitEvery = 50;  // one line in 50 is a known failure
 
@@ -58,7 +58,7 @@ class ReloadLoadTest : public ::testing::Test {
     std::filesystem::create_directories(dir_ + "/rules");
     std::filesystem::create_directories(dir_ + "/logs");
     port_ = testing::FreePort();
-    std::ofstream(dir_ + "/token") << kToken << "\n";
+    std::ofstream(dir_ + "/token") << kLoadToken << "\n";
     chmod((dir_ + "/token").c_str(), 0600);
     Replace(dir_ + "/rules/base.yaml", Rule("t.hit", "FAULT-HIT-[0-9]+"));
     std::ofstream(dir_ + "/logs/aux.txt") << "aux line\n";
@@ -164,7 +164,7 @@ TEST_F(ReloadLoadTest, HundredReloadsUnderLoadLoseNoLineAndCountNoneTwice) {
     }
     if (by_http) {
       std::string body;
-      const int status = HttpPost(port_, "/-/reload", kToken, &body);
+      const int status = HttpPost(port_, "/-/reload", kLoadToken, &body);
       ASSERT_EQ(valid ? 200 : 422, status) << i << ": " << body << agent.Stderr();
     } else {
       ASSERT_EQ(0, kill(agent.pid(), SIGHUP));

@@ -75,8 +75,8 @@ root_cause: r
 fix: f
 )";
 
-const std::string kLines = "faultline_lines_total{source=\"logs\"}";
-const std::string kOom =
+const std::string kRestartLines = "faultline_lines_total{source=\"logs\"}";
+const std::string kRestartOom =
     "faultline_signature_matches_total{severity=\"error\",signature=\"t.oom\"}";
 const std::string kNcclError =
     "faultline_signature_matches_total{severity=\"error\",signature=\"t.nccl\"}";
@@ -105,8 +105,8 @@ std::string Describe(const Truth& t) {
 }
 
 Truth Read(const std::string& metrics) {
-  return Truth{static_cast<uint64_t>(Counted(metrics, kLines)),
-               static_cast<uint64_t>(Counted(metrics, kOom)),
+  return Truth{static_cast<uint64_t>(Counted(metrics, kRestartLines)),
+               static_cast<uint64_t>(Counted(metrics, kRestartOom)),
                static_cast<uint64_t>(Counted(metrics, kNcclError)),
                static_cast<uint64_t>(Counted(metrics, kNcclWarning)),
                static_cast<uint64_t>(Counted(metrics, kSegv)),

@@ -18,17 +18,17 @@ namespace {
 using ::testing::HasSubstr;
 using testing::RunFaultline;
 
-const std::string kRules = std::string(FAULTLINE_SOURCE_DIR) + "/rules";
+const std::string kPackRules = std::string(FAULTLINE_SOURCE_DIR) + "/rules";
 const std::string kCorpus = std::string(FAULTLINE_SOURCE_DIR) + "/../shared/corpus";
 
 TEST(RulePack, EveryExamplePasses) {
-  const auto r = RunFaultline({"rules", "test", kRules});
+  const auto r = RunFaultline({"rules", "test", kPackRules});
   EXPECT_EQ(0, r.exit_code) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr(" 0 failed"));
 }
 
 TEST(RulePack, EveryRuleHasTwoExamplesEachWayAndReferences) {
-  const auto r = RunFaultline({"rules", "list", "--rules", kRules, "--format", "json"});
+  const auto r = RunFaultline({"rules", "list", "--rules", kPackRules, "--format", "json"});
   ASSERT_EQ(0, r.exit_code) << r.err;
   const auto rules = nlohmann::json::parse(r.out);
   EXPECT_GE(rules.size(), 40u);
@@ -40,9 +40,9 @@ TEST(RulePack, EveryRuleHasTwoExamplesEachWayAndReferences) {
 }
 
 TEST(RulePack, HasOneHundredFiftyClassesEachDocumentedInTheRulesReadme) {
-  const auto r = RunFaultline({"rules", "list", "--rules", kRules, "--format", "json"});
+  const auto r = RunFaultline({"rules", "list", "--rules", kPackRules, "--format", "json"});
   ASSERT_EQ(0, r.exit_code) << r.err;
-  std::ifstream in(kRules + "/README.md");
+  std::ifstream in(kPackRules + "/README.md");
   const std::string readme((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::set<std::string> classes;
   for (const auto& rule : nlohmann::json::parse(r.out)) {
@@ -58,12 +58,12 @@ TEST(RulePack, HasOneHundredFiftyClassesEachDocumentedInTheRulesReadme) {
 TEST(RulePack, CorpusEvaluationNamesEveryCoveredFileAndNoNegativeErrors) {
   if (!std::filesystem::exists(kCorpus + "/MANIFEST.tsv")) {
     // A user's own clone has no shared/ corpus; the command must say so and succeed.
-    const auto r = RunFaultline({"rules", "eval", "--corpus", kCorpus, "--rules", kRules});
+    const auto r = RunFaultline({"rules", "eval", "--corpus", kCorpus, "--rules", kPackRules});
     EXPECT_EQ(0, r.exit_code);
     EXPECT_THAT(r.out, HasSubstr("evaluation skipped"));
     return;
   }
-  const auto r = RunFaultline({"rules", "eval", "--corpus", kCorpus, "--rules", kRules,
+  const auto r = RunFaultline({"rules", "eval", "--corpus", kCorpus, "--rules", kPackRules,
                                "--classes",
                                std::string(FAULTLINE_SOURCE_DIR) + "/tests/corpus/classes.tsv"});
   EXPECT_EQ(0, r.exit_code) << r.out << r.err;

@@ -17,7 +17,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using testing::RunFaultline;
 
-constexpr char kRules[] = R"(id: g.oom
+constexpr char kGroupingRules[] = R"(id: g.oom
 title: GPU out of memory
 severity: error
 category: memory
@@ -73,7 +73,7 @@ class ScanGroupingTest : public testing::AgentFolderTest {
  protected:
   void SetUp() override {
     AgentFolderTest::SetUp();
-    WriteFile("rules/g.yaml", kRules);
+    WriteFile("rules/g.yaml", kGroupingRules);
   }
   std::string Write(const std::string& text) {
     std::ofstream(dir_ + "/job.log", std::ios::binary) << text;

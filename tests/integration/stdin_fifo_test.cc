@@ -26,7 +26,7 @@ using testing::Eventually;
 using ::testing::HasSubstr;
 using testing::HttpGet;
 
-constexpr char kRules[] = R"(id: t.cuda_oom
+constexpr char kStdinRules[] = R"(id: t.cuda_oom
 title: CUDA out of memory
 severity: error
 category: memory
@@ -47,7 +47,7 @@ root_cause: r
 fix: f
 )";
 
-constexpr char kOom[] =
+constexpr char kStdinOom[] =
     "faultline_signature_matches_total{severity=\"error\",signature=\"t.cuda_oom\"}";
 
 std::string ReadAll(const std::string& path) {
@@ -57,7 +57,7 @@ std::string ReadAll(const std::string& path) {
   return ss.str();
 }
 
-size_t Count(const std::string& text, const std::string& what) {
+size_t Occurrences(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
   return n;
@@ -121,7 +121,7 @@ class StdinFifoTest : public testing::AgentFolderTest {
  protected:
   void SetUp() override {
     AgentFolderTest::SetUp();
-    WriteFile("rules/t.yaml", kRules);
+    WriteFile("rules/t.yaml", kStdinRules);
   }
 
   std::string WriteConfig(const std::string& sources) {
@@ -159,7 +159,7 @@ TEST_F(StdinFifoTest, StdinPipeIsCountedExactlyAndTheAgentExitsZeroWhenItCloses)
   const std::string lines = "faultline_lines_total{source=\"piped\"}";
   ASSERT_TRUE(Eventually([&] {
     const std::string m = Metrics();
-    return testing::Sample(m, lines) == 20001 && testing::Sample(m, kOom) == 200;
+    return testing::Sample(m, lines) == 20001 && testing::Sample(m, kStdinOom) == 200;
   })) << Metrics()
       << agent.Log();
   // The hit still waiting for context settles once the pipe is quiet (300 ms), as a warning.
@@ -168,7 +168,7 @@ TEST_F(StdinFifoTest, StdinPipeIsCountedExactlyAndTheAgentExitsZeroWhenItCloses)
   ASSERT_TRUE(Eventually([&] { return testing::Sample(Metrics(), aio) == 1; })) << Metrics();
   const std::string final_metrics = Metrics();
   EXPECT_EQ(20001, testing::Sample(final_metrics, lines));
-  EXPECT_EQ(200, testing::Sample(final_metrics, kOom));
+  EXPECT_EQ(200, testing::Sample(final_metrics, kStdinOom));
 
   ASSERT_EQ(29, write(fds[1], "CUDA out of memory at the end", 29));  // no newline
   close(fds[1]);
@@ -176,8 +176,8 @@ TEST_F(StdinFifoTest, StdinPipeIsCountedExactlyAndTheAgentExitsZeroWhenItCloses)
   const std::string log = agent.Log();
   EXPECT_THAT(log, HasSubstr("reading standard input (a pipe or terminal)"));
   EXPECT_THAT(log, HasSubstr("t.cuda_oom [error] line 20002: CUDA out of memory at the end"));
-  EXPECT_EQ(201u, Count(log, "t.cuda_oom [error] line "));
-  EXPECT_EQ(1u, Count(log, "t.aio [warning] line 20001:"));
+  EXPECT_EQ(201u, Occurrences(log, "t.cuda_oom [error] line "));
+  EXPECT_EQ(1u, Occurrences(log, "t.aio [warning] line 20001:"));
   EXPECT_THAT(log, HasSubstr("every source has ended, stopping"));
 }
 
@@ -198,9 +198,9 @@ TEST_F(StdinFifoTest, StdinRedirectedFromAFileIsReadToItsEndAndTheAgentExitsZero
   EXPECT_EQ(0, agent.WaitForExit(std::chrono::seconds(60))) << agent.Log();
   const std::string log = agent.Log();
   EXPECT_THAT(log, HasSubstr("reading standard input (a file, read to its end)"));
-  EXPECT_EQ(400u, Count(log, "t.cuda_oom [error] line "));
+  EXPECT_EQ(400u, Occurrences(log, "t.cuda_oom [error] line "));
   // The partial last line is a line at the end, confirmed by the line before it.
-  EXPECT_EQ(1u, Count(log, "t.aio [error] line 100002:"));
+  EXPECT_EQ(1u, Occurrences(log, "t.aio [error] line 100002:"));
 }
 
 TEST_F(StdinFifoTest, ClosedStdinIsAnEmptyStreamThatEndsAtOnce) {
@@ -259,13 +259,13 @@ TEST_F(StdinFifoTest, FifoSurvivesItsWriterClosingAndReopeningThreeTimes) {
   ASSERT_TRUE(Eventually([&] {
     const std::string m = Metrics();
     return testing::Sample(m, series) == static_cast<double>(lines) &&
-           testing::Sample(m, kOom) == 101;
+           testing::Sample(m, kStdinOom) == 101;
   })) << Metrics()
       << agent.Log();
   EXPECT_EQ(10001u, lines);
   const std::string after = Metrics();  // and nothing more
   EXPECT_EQ(10001, testing::Sample(after, series));
-  EXPECT_EQ(101, testing::Sample(after, kOom));
+  EXPECT_EQ(101, testing::Sample(after, kStdinOom));
   EXPECT_EQ(0, agent.Stop(SIGTERM)) << agent.Log();
   EXPECT_THAT(agent.Log(), HasSubstr("created the named pipe " + fifo));
 }
@@ -300,7 +300,7 @@ TEST_F(StdinFifoTest, FifoAcrossRestartsResumesWithTheNextWriterAndCountsNoLineT
   const auto counted = [&] {
     const std::string m = Metrics();
     return testing::Sample(m, series) == static_cast<double>(lines) &&
-           testing::Sample(m, kOom) == static_cast<double>(ooms);
+           testing::Sample(m, kStdinOom) == static_cast<double>(ooms);
   };
   const auto checkpoints = [&] {
     return testing::Sample(Metrics(), "faultline_checkpoints_total");
@@ -359,7 +359,7 @@ TEST_F(StdinFifoTest, StdinCountersContinueAcrossRuns) {
     ASSERT_EQ(static_cast<ssize_t>(text.size()), write(fds[1], text.data(), text.size()));
     ASSERT_TRUE(Eventually([&] {
       const std::string m = Metrics();
-      return testing::Sample(m, series) == 300.0 * run && testing::Sample(m, kOom) == 3.0 * run;
+      return testing::Sample(m, series) == 300.0 * run && testing::Sample(m, kStdinOom) == 3.0 * run;
     })) << "run "
         << run << ": " << Metrics() << agent.Log();
     close(fds[1]);

@@ -29,7 +29,7 @@ using testing::HttpGet;
 using ::testing::Not;
 using testing::RunFaultline;
 
-constexpr char kRules[] = R"(id: t.cuda_oom
+constexpr char kUnrecognisedRules[] = R"(id: t.cuda_oom
 title: CUDA out of memory
 severity: error
 category: memory
@@ -58,7 +58,7 @@ class Unrecognised : public ::testing::Test {
   void SetUp() override {
     dir_ = testing::TempDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(dir_ + "/rules");
-    std::ofstream(dir_ + "/rules/t.yaml") << kRules;
+    std::ofstream(dir_ + "/rules/t.yaml") << kUnrecognisedRules;
     Write("train.log", kLog);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }

@@ -28,7 +28,7 @@ using testing::Eventually;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-std::string ReadAll(const std::string& path) {
+std::string ReadTextFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
@@ -96,8 +96,8 @@ class WatchTest : public ::testing::Test {
     }
     Watched w;
     w.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    w.out = ReadAll(out);
-    w.err = ReadAll(err);
+    w.out = ReadTextFile(out);
+    w.err = ReadTextFile(err);
     return w;
   }
 
@@ -181,7 +181,7 @@ TEST_F(WatchTest, ForwardsSigtermAndSigintToTheCommand) {
         Watch({"--", "sh", "-c",
                "trap 'echo got signal; exit 7' INT TERM; echo ready; while :; do sleep 0.05; done"},
               [&](pid_t pid) {
-                if (!sent && ReadAll(dir_ + "/stdout") == "ready\n") {
+                if (!sent && ReadTextFile(dir_ + "/stdout") == "ready\n") {
                   kill(pid, signal_number);
                   sent = true;
                 }
@@ -209,9 +209,9 @@ TEST_F(WatchTest, HundredMegabytesOnBothStreamsWithoutDeadlock) {
   const auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started);
   EXPECT_EQ(0, w.exit_code);
   EXPECT_EQ(50000000u, w.out.size());
-  EXPECT_TRUE(w.out == ReadAll(dir_ + "/b.log"));
+  EXPECT_TRUE(w.out == ReadTextFile(dir_ + "/b.log"));
   ASSERT_GE(w.err.size(), 50000000u);
-  EXPECT_TRUE(w.err.substr(0, 50000000) == ReadAll(dir_ + "/a.log"));
+  EXPECT_TRUE(w.err.substr(0, 50000000) == ReadTextFile(dir_ + "/a.log"));
   EXPECT_THAT(w.err.substr(50000000), HasSubstr("(1000000 lines)"));
   EXPECT_THAT(w.err.substr(50000000), HasSubstr("signature:  t.oom  (15 lines)"));
   std::cout << "watch passed through and matched 100 MB in " << seconds.count() << " s\n";
@@ -386,10 +386,10 @@ TEST_F(WatchTest, OnATerminalCtrlZStopsBothAndFgContinuesBoth) {
   ASSERT_TRUE(
       Eventually([&] { return waitpid(terminal.pid(), &status, WNOHANG | WUNTRACED) > 0; }));
   ASSERT_TRUE(WIFSTOPPED(status));
-  const std::string command = "/proc/" + ReadAll("/proc/" + std::to_string(terminal.pid()) +
+  const std::string command = "/proc/" + ReadTextFile("/proc/" + std::to_string(terminal.pid()) +
                                                  "/task/" + std::to_string(terminal.pid()) +
                                                  "/children");
-  EXPECT_THAT(ReadAll(command.substr(0, command.find(' ')) + "/stat"), HasSubstr(") T "));
+  EXPECT_THAT(ReadTextFile(command.substr(0, command.find(' ')) + "/stat"), HasSubstr(") T "));
   kill(terminal.pid(), SIGCONT);
   terminal.Type("yes\n");  // read by the command once it has the terminal again
   EXPECT_EQ(0, terminal.Exit()) << terminal.seen();
@@ -413,7 +413,7 @@ TEST_F(WatchTest, OnATerminalWithOutputElsewhereTheCommandSharesTheTerminal) {
   terminal.Type("\x03");
   EXPECT_EQ(3, terminal.Exit()) << terminal.seen();
   EXPECT_THAT(terminal.seen(), HasSubstr("interrupted\n"));
-  EXPECT_EQ("stdout-is-not-a-tty\n", ReadAll(out));
+  EXPECT_EQ("stdout-is-not-a-tty\n", ReadTextFile(out));
 }
 
 }  // namespace

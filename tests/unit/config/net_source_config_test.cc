@@ -37,7 +37,7 @@ class NetSourceConfigTest : public ::testing::Test {
   fs::path dir_;
 };
 
-std::vector<std::pair<int, std::string>> LinesAndKeys(const ErrorList& errors) {
+std::vector<std::pair<int, std::string>> ErrorLinesAndKeys(const ErrorList& errors) {
   std::vector<std::pair<int, std::string>> out;
   for (const Error& e : errors) out.emplace_back(e.line, e.key);
   return out;
@@ -101,7 +101,7 @@ TEST_F(NetSourceConfigTest, KeysOfOtherTypesAndBadValuesAreErrors) {
       "  - {id: g, type: unixgram}\n");  // 14
   ASSERT_FALSE(result.ok());
   // Keys the type does not take come first, as for every map (the loader reads keys, then values).
-  EXPECT_THAT(LinesAndKeys(result.errors()),
+  EXPECT_THAT(ErrorLinesAndKeys(result.errors()),
               ElementsAre(Pair(5, "sources[0].path"), Pair(6, "sources[0].max_peers"),
                           Pair(4, "sources[0].listen"), Pair(10, "sources[1].mode"),
                           Pair(11, "sources[1].format"), Pair(12, "sources[1].max_connections"),
@@ -124,7 +124,7 @@ TEST_F(NetSourceConfigTest, IdsAreUniqueAcrossFileAndNetSources) {
       "  - {id: app, type: file, paths: [a.log]}\n"
       "  - {id: app, type: tcp, listen: '127.0.0.1:5170'}\n");
   ASSERT_FALSE(result.ok());
-  EXPECT_THAT(LinesAndKeys(result.errors()), ElementsAre(Pair(3, "sources[1].id")));
+  EXPECT_THAT(ErrorLinesAndKeys(result.errors()), ElementsAre(Pair(3, "sources[1].id")));
 }
 
 }  // namespace

@@ -12,7 +12,7 @@
 namespace faultline {
 namespace {
 
-std::vector<std::string> Lines(const LineBatch& batch) {
+std::vector<std::string> BatchLines(const LineBatch& batch) {
   std::vector<std::string> lines;
   for (size_t i = 0; i < batch.size(); ++i) lines.emplace_back(batch.line(i));
   return lines;
@@ -55,7 +55,7 @@ TEST(FramerResume, StoppingAnywhereAndResumingFramesEveryLineOnce) {
     second.Resume(at);
     FeedInPieces(second, std::string_view(stream).substr(at.offset), got, rng);
     second.Finish(got);
-    ASSERT_EQ(Lines(expected), Lines(got)) << "round " << round << " stop " << stop;
+    ASSERT_EQ(BatchLines(expected), BatchLines(got)) << "round " << round << " stop " << stop;
   }
 }
 
@@ -76,7 +76,7 @@ TEST(FramerResume, AFlushedPartialLineIsALineOnceAndItsRestIsSkippedEvenAfterARe
   LineBatch batch;
   framer.Feed("one\nCUDA out of mem", batch);
   framer.FlushPartial(batch);
-  EXPECT_THAT(Lines(batch), ::testing::ElementsAre("one", "CUDA out of mem"));
+  EXPECT_THAT(BatchLines(batch), ::testing::ElementsAre("one", "CUDA out of mem"));
   // Stopped here: a resumed framer knows it is inside a line already taken.
   const FramerPosition stopped = framer.resume_point();
   EXPECT_EQ((FramerPosition{19, true, false}), stopped);
@@ -84,7 +84,7 @@ TEST(FramerResume, AFlushedPartialLineIsALineOnceAndItsRestIsSkippedEvenAfterARe
   resumed.Resume(stopped);
   LineBatch rest;
   resumed.Feed("ory\ntwo\n", rest);
-  EXPECT_THAT(Lines(rest), ::testing::ElementsAre("two"));
+  EXPECT_THAT(BatchLines(rest), ::testing::ElementsAre("two"));
   EXPECT_EQ(0u, resumed.truncated_lines());  // a flush is not a cut
 }
 

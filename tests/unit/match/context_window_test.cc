@@ -90,7 +90,7 @@ std::vector<Seen> Sorted(std::vector<Seen> seen) {
   return seen;
 }
 
-constexpr char kHead[] = "title: t\ncategory: build\nroot_cause: r\nfix: f\n";
+constexpr char kWindowRuleHead[] = "title: t\ncategory: build\nroot_cause: r\nfix: f\n";
 
 // For each window width, one rule per kind of context condition, each with its own words, and a
 // pattern shared by a context condition and a rule's own match (which keeps it matched
@@ -101,7 +101,7 @@ std::string WindowRules(const std::vector<int>& widths) {
     const std::string n = std::to_string(w);
     auto rule = [&](const std::string& id, const std::string& body) {
       if (!yaml.empty()) yaml += "---\n";
-      yaml += std::string(kHead) + "id: w" + n + "." + id + "\nseverity: error\n" + body;
+      yaml += std::string(kWindowRuleHead) + "id: w" + n + "." + id + "\nseverity: error\n" + body;
     };
     rule("req", "match: ['hitreq" + n + "\\b']\ncontext:\n  within_lines: " + n +
                     "\n  requires_any: ['needreq" + n + "\\b']\n  unconfirmed_severity: warning\n");
@@ -116,7 +116,7 @@ std::string WindowRules(const std::vector<int>& widths) {
                     "\n  requires_any: ['seqneed" + n + "\\b']\n");
   }
   yaml +=
-      "---\n" + std::string(kHead) + "id: shared.own\nseverity: warning\nmatch: ['shared\\b']\n";
+      "---\n" + std::string(kWindowRuleHead) + "id: shared.own\nseverity: warning\nmatch: ['shared\\b']\n";
   return yaml;
 }
 

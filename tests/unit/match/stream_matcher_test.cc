@@ -40,13 +40,13 @@ std::vector<Seen> Scan(const std::shared_ptr<const RuleSet>& rules,
   return sink.seen;
 }
 
-constexpr char kHead[] = "title: t\ncategory: build\nroot_cause: r\nfix: f\n";
+constexpr char kRuleHead[] = "title: t\ncategory: build\nroot_cause: r\nfix: f\n";
 
-std::string Rule(const std::string& body) { return std::string(kHead) + body; }
+std::string RuleYaml(const std::string& body) { return std::string(kRuleHead) + body; }
 
 TEST(StreamMatcher, EveryMatchingRuleCountsOncePerLine) {
-  auto rules = Rules(Rule("id: a.one\nseverity: error\nmatch: ['out of memory', 'memory']\n") +
-                     "---\n" + Rule("id: a.two\nseverity: warning\nmatch: ['CUDA']\n"));
+  auto rules = Rules(RuleYaml("id: a.one\nseverity: error\nmatch: ['out of memory', 'memory']\n") +
+                     "---\n" + RuleYaml("id: a.two\nseverity: warning\nmatch: ['CUDA']\n"));
   EXPECT_THAT(Scan(rules, {"CUDA out of memory", "fine", "memory"}),
               ::testing::ElementsAre(Seen{"a.one", Severity::kError, 1, "CUDA out of memory", {}},
                                      Seen{"a.two", Severity::kWarning, 1, "CUDA out of memory", {}},
@@ -64,14 +64,14 @@ context:
 
 TEST(StreamMatcher, ALineMatchingSeveralPatternsOfARuleCountsOnce) {
   auto rules =
-      Rules(Rule("id: gpu.xid\nseverity: error\nmatch: ['NVRM: Xid', 'Xid \\(PCI', "
+      Rules(RuleYaml("id: gpu.xid\nseverity: error\nmatch: ['NVRM: Xid', 'Xid \\(PCI', "
                  "'fallen off the bus']\n"));
   EXPECT_EQ(1u,
             Scan(rules, {"NVRM: Xid (PCI:0000:cb:00): 79, GPU has fallen off the bus."}).size());
 }
 
 TEST(StreamMatcher, RequiresAnyAfterTheHitConfirmsIt) {
-  auto rules = Rules(Rule(kAio));
+  auto rules = Rules(RuleYaml(kAio));
   EXPECT_THAT(Scan(rules,
                    {"test.c", "LINK : fatal error LNK1181: 'aio.lib'", "x",
                     "AssertionError: Unable to pre-compile async_io"},
@@ -81,20 +81,20 @@ TEST(StreamMatcher, RequiresAnyAfterTheHitConfirmsIt) {
 }
 
 TEST(StreamMatcher, RequiresAnyBeforeTheHitConfirmsItAtOnce) {
-  auto rules = Rules(Rule(kAio));
+  auto rules = Rules(RuleYaml(kAio));
   EXPECT_THAT(Scan(rules, {"DS_BUILD_OPS=1", "LNK1181 aio.lib"}, /*flush=*/false),
               ::testing::ElementsAre(Seen{"ds.aio", Severity::kError, 2, "LNK1181 aio.lib", {}}));
 }
 
 TEST(StreamMatcher, UnconfirmedHitIsReportedAtItsLowerSeverityAtEndOfInput) {
-  auto rules = Rules(Rule(kAio));
+  auto rules = Rules(RuleYaml(kAio));
   EXPECT_THAT(Scan(rules, {"import deepspeed", "LNK1181 aio.lib", "training step 1"}),
               ::testing::ElementsAre(Seen{"ds.aio", Severity::kWarning, 2, "LNK1181 aio.lib", {}}));
 }
 
 TEST(StreamMatcher, PendingHitIsNotLostWithoutFlush) {
   // Nothing is reported before the window has passed or the stream is flushed...
-  auto rules = Rules(Rule(kAio));
+  auto rules = Rules(RuleYaml(kAio));
   EXPECT_TRUE(Scan(rules, {"LNK1181 aio.lib"}, /*flush=*/false).empty());
   // ...and once the window has passed, it is, even with no further hit.
   std::vector<std::string> lines = {"LNK1181 aio.lib"};
@@ -106,7 +106,7 @@ TEST(StreamMatcher, PendingHitIsNotLostWithoutFlush) {
 TEST(StreamMatcher, AFloodOfPendingHitsIsBoundedAndNoneIsLost) {
   // A window wider than the pending cap: the oldest hits are settled early, with what is known.
   auto rules =
-      Rules(Rule("id: ds.aio\nseverity: error\nmatch: ['LNK1181']\n"
+      Rules(RuleYaml("id: ds.aio\nseverity: error\nmatch: ['LNK1181']\n"
                  "context:\n  within_lines: 5000\n  requires_any: ['pre-compile']\n"
                  "  unconfirmed_severity: warning\n"));
   std::vector<std::string> lines(StreamMatcher::kMaxPending + 500, "LNK1181 aio.lib");
@@ -116,7 +116,7 @@ TEST(StreamMatcher, AFloodOfPendingHitsIsBoundedAndNoneIsLost) {
 }
 
 TEST(StreamMatcher, RequirementOutsideTheWindowDoesNotConfirm) {
-  auto rules = Rules(Rule(kAio));
+  auto rules = Rules(RuleYaml(kAio));
   std::vector<std::string> lines = {"LNK1181 aio.lib"};
   for (int i = 0; i < 10; ++i) lines.push_back("step");
   lines.push_back("Unable to pre-compile async_io");
@@ -125,7 +125,7 @@ TEST(StreamMatcher, RequirementOutsideTheWindowDoesNotConfirm) {
 
 TEST(StreamMatcher, UnconfirmedHitWithoutFallbackSeverityIsDropped) {
   auto rules =
-      Rules(Rule("id: a.b\nseverity: error\nmatch: ['pip failed']\n"
+      Rules(RuleYaml("id: a.b\nseverity: error\nmatch: ['pip failed']\n"
                  "context: {requires_any: ['deepspeed']}\n"));
   EXPECT_TRUE(Scan(rules, {"pip failed"}).empty());
   EXPECT_EQ(1u, Scan(rules, {"Collecting deepspeed", "pip failed"}).size());
@@ -133,7 +133,7 @@ TEST(StreamMatcher, UnconfirmedHitWithoutFallbackSeverityIsDropped) {
 
 TEST(StreamMatcher, DowngradeIfFollowedBy) {
   auto rules =
-      Rules(Rule("id: a.b\nseverity: error\nmatch: ['Building extension module cpu_adam']\n"
+      Rules(RuleYaml("id: a.b\nseverity: error\nmatch: ['Building extension module cpu_adam']\n"
                  "context:\n  within_lines: 5\n"
                  "  downgrade_if_followed_by: ['ninja: no work to do']\n"
                  "  downgrade_to: info\n"));
@@ -148,7 +148,7 @@ TEST(StreamMatcher, DowngradeIfFollowedBy) {
 
 TEST(StreamMatcher, DowngradeIfPrecededBy) {
   auto rules =
-      Rules(Rule("id: a.b\nseverity: error\nmatch: ['grad_norm: nan']\n"
+      Rules(RuleYaml("id: a.b\nseverity: error\nmatch: ['grad_norm: nan']\n"
                  "context:\n  within_lines: 3\n"
                  "  downgrade_if_preceded_by: ['iteration 1/']\n"));
   EXPECT_EQ(Severity::kWarning, Scan(rules, {"iteration 1/100", "grad_norm: nan"}).at(0).severity);
@@ -158,7 +158,7 @@ TEST(StreamMatcher, DowngradeIfPrecededBy) {
 
 TEST(StreamMatcher, SequenceAcrossLinesIsOneFindingAtItsFirstLine) {
   auto rules =
-      Rules(Rule("id: gpu.bus\nseverity: critical\nmatch:\n"
+      Rules(RuleYaml("id: gpu.bus\nseverity: critical\nmatch:\n"
                  "  - sequence: ['NVRM: The NVIDIA GPU', 'installed in this system has',"
                  " 'fallen off the bus']\n    within_lines: 4\n"));
   EXPECT_THAT(Scan(rules, {"x", "NVRM: The NVIDIA GPU 0000:01:00.0",
@@ -170,7 +170,7 @@ TEST(StreamMatcher, SequenceAcrossLinesIsOneFindingAtItsFirstLine) {
 
 TEST(StreamMatcher, SequenceSpreadTooFarIsNoMatch) {
   auto rules =
-      Rules(Rule("id: a.b\nseverity: error\nmatch:\n"
+      Rules(RuleYaml("id: a.b\nseverity: error\nmatch:\n"
                  "  - sequence: ['first part', 'second part']\n    within_lines: 2\n"));
   EXPECT_TRUE(Scan(rules, {"first part", "noise", "second part"}).empty());
   EXPECT_EQ(1u, Scan(rules, {"first part", "second part"}).size());
@@ -178,7 +178,7 @@ TEST(StreamMatcher, SequenceSpreadTooFarIsNoMatch) {
 
 TEST(StreamMatcher, LineRaisedByAPatternIsNotCountedAgainWhenItStartsASequence) {
   auto rules =
-      Rules(Rule("id: a.b\nseverity: error\nmatch:\n  - 'version mismatch'\n"
+      Rules(RuleYaml("id: a.b\nseverity: error\nmatch:\n  - 'version mismatch'\n"
                  "  - sequence: ['version mismatch', 'Pytorch binaries']\n"));
   // Line 1 starts the sequence and is raised by the single-line pattern; line 2 raises it too;
   // line 3 completes the sequence that started on line 1, which was counted already.
@@ -187,7 +187,7 @@ TEST(StreamMatcher, LineRaisedByAPatternIsNotCountedAgainWhenItStartsASequence) 
 
 TEST(StreamMatcher, SequenceContextIsMeasuredFromTheLineThatCompletesIt) {
   auto rules =
-      Rules(Rule("id: a.b\nseverity: error\nmatch:\n"
+      Rules(RuleYaml("id: a.b\nseverity: error\nmatch:\n"
                  "  - sequence: ['STEP_A', 'STEP_B']\n    within_lines: 5\n"
                  "context:\n  within_lines: 1\n  downgrade_if_followed_by: ['BENIGN']\n"));
   EXPECT_EQ(Severity::kError, Scan(rules, {"STEP_A", "BENIGN", "STEP_B", "x", "y"}).at(0).severity);
@@ -196,8 +196,8 @@ TEST(StreamMatcher, SequenceContextIsMeasuredFromTheLineThatCompletesIt) {
 
 TEST(StreamMatcher, SettlingPendingHitsKeepsSequencesInProgress) {
   auto rules =
-      Rules(Rule("id: a.seq\nseverity: error\nmatch:\n  - sequence: ['SQ_A', 'SQ_B']\n") + "---\n" +
-            Rule("id: a.ctx\nseverity: error\nmatch: ['CTXHIT']\n"
+      Rules(RuleYaml("id: a.seq\nseverity: error\nmatch:\n  - sequence: ['SQ_A', 'SQ_B']\n") + "---\n" +
+            RuleYaml("id: a.ctx\nseverity: error\nmatch: ['CTXHIT']\n"
                  "context: {requires_any: ['never']}\n"));
   SeenFindings sink;
   StreamMatcher matcher(rules, &sink);
@@ -216,14 +216,14 @@ TEST(StreamMatcher, SettlingPendingHitsKeepsSequencesInProgress) {
 
 TEST(StreamMatcher, SequenceSplitAcrossBatches) {
   auto rules =
-      Rules(Rule("id: a.b\nseverity: error\nmatch:\n"
+      Rules(RuleYaml("id: a.b\nseverity: error\nmatch:\n"
                  "  - sequence: ['first part', 'second part']\n"));
   EXPECT_EQ(1u, Scan(rules, {"first part", "second part"}, true, /*batch_lines=*/1).size());
 }
 
 TEST(StreamMatcher, LabelsComeFromTheHitLine) {
   auto rules =
-      Rules(Rule("id: gpu.xid\nseverity: error\nmatch: ['NVRM: Xid']\n"
+      Rules(RuleYaml("id: gpu.xid\nseverity: error\nmatch: ['NVRM: Xid']\n"
                  "labels: {xid: 'Xid \\([^)]*\\): (\\d+)'}\n"));
   auto seen = Scan(rules, {"NVRM: Xid (PCI:0000:cb:00): 79, pid=1, GPU has fallen off the bus."});
   ASSERT_EQ(1u, seen.size());
@@ -231,7 +231,7 @@ TEST(StreamMatcher, LabelsComeFromTheHitLine) {
 }
 
 TEST(StreamMatcher, LineNumbersContinueAcrossBatches) {
-  auto rules = Rules(Rule("id: a.b\nseverity: error\nmatch: ['boom']\n"));
+  auto rules = Rules(RuleYaml("id: a.b\nseverity: error\nmatch: ['boom']\n"));
   auto seen = Scan(rules, {"a", "b", "c", "boom", "d", "boom"}, true, /*batch_lines=*/2);
   ASSERT_EQ(2u, seen.size());
   EXPECT_EQ(4u, seen[0].line);
@@ -239,9 +239,9 @@ TEST(StreamMatcher, LineNumbersContinueAcrossBatches) {
 }
 
 TEST(StreamMatcher, AGenericRuleGivesWayToASpecificOneOnTheSameLine) {
-  auto rules = Rules(Rule("id: gpu.cuda_error\nseverity: error\ngeneric: true\n"
+  auto rules = Rules(RuleYaml("id: gpu.cuda_error\nseverity: error\ngeneric: true\n"
                           "match: ['CUDA error: ']\n") +
-                     "---\n" + Rule("id: gpu.oom\nseverity: error\nmatch: ['out of memory']\n"));
+                     "---\n" + RuleYaml("id: gpu.oom\nseverity: error\nmatch: ['out of memory']\n"));
   EXPECT_THAT(
       Scan(rules, {"CUDA error: out of memory", "CUDA error: misaligned address"}),
       ::testing::ElementsAre(
@@ -251,10 +251,10 @@ TEST(StreamMatcher, AGenericRuleGivesWayToASpecificOneOnTheSameLine) {
 
 TEST(StreamMatcher, AGenericRuleSpeaksWhenTheSpecificOneIsDroppedByItsContext) {
   // The specific rule only counts near a deepspeed build; elsewhere the generic one names the line.
-  auto rules = Rules(Rule("id: pip.subprocess\nseverity: error\ngeneric: true\n"
+  auto rules = Rules(RuleYaml("id: pip.subprocess\nseverity: error\ngeneric: true\n"
                           "match: ['subprocess-exited-with-error']\n") +
                      "---\n" +
-                     Rule("id: ds.pip\nseverity: error\nmatch: ['subprocess-exited-with-error']\n"
+                     RuleYaml("id: ds.pip\nseverity: error\nmatch: ['subprocess-exited-with-error']\n"
                           "context:\n  within_lines: 3\n  requires_any: ['deepspeed']\n"));
   EXPECT_THAT(
       Scan(rules, {"error: subprocess-exited-with-error", "a", "b", "c", "d"}),
@@ -305,7 +305,7 @@ std::vector<Detail> ScanDetail(const std::shared_ptr<const RuleSet>& rules,
 }
 
 TEST(StreamMatcher, FindingsCarryTheLinesBeforeTheHitAcrossBatches) {
-  auto rules = Rules(Rule("id: gpu.oom\nseverity: error\nmatch: ['out of memory']\n"));
+  auto rules = Rules(RuleYaml("id: gpu.oom\nseverity: error\nmatch: ['out of memory']\n"));
   const std::vector<std::string> lines = {"a", "b", "c", "d", "CUDA out of memory"};
   for (size_t batch_lines : {1, 2, 3, 100}) {
     const auto seen = ScanDetail(rules, lines, batch_lines);
@@ -320,7 +320,7 @@ TEST(StreamMatcher, FindingsCarryTheLinesBeforeTheHitAcrossBatches) {
 TEST(StreamMatcher, APendingHitKeepsABoundedPreviewAndItsLabelsFromTheWholeLine) {
   // The label sits past the preview: it must still come from the whole line.
   auto rules =
-      Rules(Rule("id: ds.aio\nseverity: error\nmatch: ['LNK1181']\n"
+      Rules(RuleYaml("id: ds.aio\nseverity: error\nmatch: ['LNK1181']\n"
                  "labels: {lib: 'lib=(\\w+)'}\n"
                  "context:\n  within_lines: 5\n  requires_any: ['pre-compile']\n"
                  "  unconfirmed_severity: warning\n"));
@@ -337,7 +337,7 @@ TEST(StreamMatcher, APendingHitKeepsABoundedPreviewAndItsLabelsFromTheWholeLine)
 }
 
 TEST(StreamMatcher, AHitDecidedAtOnceKeepsItsWholeLine) {
-  auto rules = Rules(Rule(kAio));
+  auto rules = Rules(RuleYaml(kAio));
   const std::string huge = "LNK1181 aio.lib " + std::string(100000, 'y');
   const auto seen = ScanDetail(rules, {"DS_BUILD_OPS=1", huge}, 100);
   ASSERT_EQ(1u, seen.size());
@@ -378,10 +378,10 @@ struct Rebound {
 
 TEST(StreamMatcherRebind, APendingHitOfARuleThatStaysIsDecidedAfterTheReload) {
   const auto before =
-      Rules(Rule(kAio) + "---\n" + Rule("id: x.gone\nseverity: error\nmatch: ['gone']\n"));
+      Rules(RuleYaml(kAio) + "---\n" + RuleYaml("id: x.gone\nseverity: error\nmatch: ['gone']\n"));
   // The new set orders rules differently and has a new one: indexes change, ids do not.
   const auto after =
-      Rules(Rule("id: x.new\nseverity: error\nmatch: ['brand new']\n") + "---\n" + Rule(kAio));
+      Rules(RuleYaml("id: x.new\nseverity: error\nmatch: ['brand new']\n") + "---\n" + RuleYaml(kAio));
   Rebound stream(before);
   stream.Lines({"LINK : fatal error LNK1181: 'aio.lib'", "x"});
   EXPECT_TRUE(stream.sink.seen.empty());  // pending: waits for requires_any
@@ -395,8 +395,8 @@ TEST(StreamMatcherRebind, APendingHitOfARuleThatStaysIsDecidedAfterTheReload) {
 }
 
 TEST(StreamMatcherRebind, PendingHitsOfRemovedRulesAreSettledWithTheOldRulesFirst) {
-  const auto before = Rules(Rule(kAio));
-  const auto after = Rules(Rule("id: x.other\nseverity: error\nmatch: ['other']\n"));
+  const auto before = Rules(RuleYaml(kAio));
+  const auto after = Rules(RuleYaml("id: x.other\nseverity: error\nmatch: ['other']\n"));
   Rebound stream(before);
   stream.Lines({"LNK1181 aio.lib"});
   stream.Rebind(after);
@@ -410,9 +410,9 @@ TEST(StreamMatcherRebind, PendingHitsOfRemovedRulesAreSettledWithTheOldRulesFirs
 
 TEST(StreamMatcherRebind, ContextSeenBeforeTheReloadStillCounts) {
   // requires_any seen before the hit, under the old set; the hit comes after the reload.
-  const auto before = Rules(Rule(kAio));
+  const auto before = Rules(RuleYaml(kAio));
   const auto after =
-      Rules(Rule("id: x.new\nseverity: info\nmatch: ['zzz']\n") + "---\n" + Rule(kAio));
+      Rules(RuleYaml("id: x.new\nseverity: info\nmatch: ['zzz']\n") + "---\n" + RuleYaml(kAio));
   Rebound stream(before);
   stream.Lines({"Unable to pre-compile async_io"});
   stream.Rebind(after);
@@ -422,12 +422,12 @@ TEST(StreamMatcherRebind, ContextSeenBeforeTheReloadStillCounts) {
 }
 
 TEST(StreamMatcherRebind, ASequenceInProgressSurvivesWhenItsStepsAreUnchanged) {
-  const std::string seq = Rule(
+  const std::string seq = RuleYaml(
       "id: gpu.fell\nseverity: critical\nmatch:\n  - sequence: ['GPU step one', 'GPU step two']\n"
       "    within_lines: 10\n");
   Rebound stream(Rules(seq));
   stream.Lines({"GPU step one"});
-  stream.Rebind(Rules(Rule("id: a.first\nseverity: info\nmatch: ['nothing']\n") + "---\n" + seq));
+  stream.Rebind(Rules(RuleYaml("id: a.first\nseverity: info\nmatch: ['nothing']\n") + "---\n" + seq));
   stream.Lines({"GPU step two"});
   EXPECT_THAT(stream.sink.seen,
               ::testing::ElementsAre(Seen{"gpu.fell", Severity::kCritical, 1, "GPU step one", {}}));
@@ -435,7 +435,7 @@ TEST(StreamMatcherRebind, ASequenceInProgressSurvivesWhenItsStepsAreUnchanged) {
   // With other steps the progress is dropped: a half-seen old sequence never completes a new one.
   Rebound changed(Rules(seq));
   changed.Lines({"GPU step one"});
-  changed.Rebind(Rules(Rule(
+  changed.Rebind(Rules(RuleYaml(
       "id: gpu.fell\nseverity: critical\nmatch:\n  - sequence: ['GPU step zero', 'GPU step two']\n"
       "    within_lines: 10\n")));
   changed.Lines({"GPU step two"});

@@ -18,7 +18,7 @@ using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::Pair;
 
-Rule MakeRule(std::string id, std::vector<LabelSpec> labels = {}, int max_label_values = 3) {
+Rule LabelledRule(std::string id, std::vector<LabelSpec> labels = {}, int max_label_values = 3) {
   Rule rule;
   rule.id = std::move(id);
   rule.severity = Severity::kError;
@@ -29,7 +29,7 @@ Rule MakeRule(std::string id, std::vector<LabelSpec> labels = {}, int max_label_
 
 class StreamLabelsTest : public ::testing::Test {
  protected:
-  StreamLabelsTest() : rules_{MakeRule("gpu.oom"), MakeRule("build.link", {{"app", "(x)"}})} {
+  StreamLabelsTest() : rules_{LabelledRule("gpu.oom"), LabelledRule("build.link", {{"app", "(x)"}})} {
     labels_.Bind(rules_);
   }
 
