@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "agent/core/yaml_document.h"
+#include "agent/core/yaml_fields.h"
 #include "agent/rules/pattern_syntax.h"
 #include "agent/rules/rule_loader.h"
 
@@ -13,8 +14,6 @@ namespace faultline {
 namespace {
 
 namespace fs = std::filesystem;
-
-int LineOf(const YAML::Node& node) { return node.Mark().line >= 0 ? node.Mark().line + 1 : 0; }
 
 int GroupIndex(const RE2& re, const std::string& name) {
   const auto& groups = re.NamedCapturingGroups();
@@ -74,63 +73,56 @@ Result<std::vector<VersionPattern>> ParseVersionPatterns(std::string_view yaml,
   Result<std::vector<YAML::Node>> docs = ParseYamlDocuments(yaml, file);
   if (!docs.ok()) return docs.errors();
   ErrorList errors;
+  YamlFieldReader reader(file, &errors);
   std::vector<VersionPattern> out;
   for (const YAML::Node& doc : docs.value()) {
     if (doc.IsNull()) continue;
     if (!doc.IsSequence()) {
-      errors.push_back(Error{file, LineOf(doc), "", "",
-                             "a versions file is a list of {id, match, [each], [package]}"});
+      reader.Fail(doc, "", "a versions file is a list of {id, match, [each], [package]}");
       continue;
     }
     for (std::size_t i = 0; i < doc.size(); ++i) {
       const YAML::Node entry = doc[i];
-      const std::string where = "[" + std::to_string(i) + "]";
+      const std::string where = IndexKey("", i);
       if (!entry.IsMap()) {
-        errors.push_back(Error{file, LineOf(entry), "", where, "expected a map"});
+        reader.Fail(entry, where, "expected a map, got " + YamlKindName(entry));
         continue;
       }
+      const std::size_t errors_before = errors.size();
       VersionPattern p;
       p.file = file;
-      p.line = LineOf(entry);
+      p.line = YamlLine(entry);
       int match_line = p.line;
       int each_line = p.line;
-      bool ok = true;
-      for (auto it = entry.begin(); it != entry.end(); ++it) {
-        const std::string key = it->first.IsScalar() ? it->first.Scalar() : "?";
-        const YAML::Node value = it->second;
-        if (key != "id" && key != "match" && key != "each" && key != "package") {
-          errors.push_back(Error{file, LineOf(it->first), "", where + "." + key,
-                                 "unknown key (known keys: each, id, match, package)"});
-          ok = false;
+      const std::vector<YamlField> fields =
+          reader.Fields(entry, where, {"id", "match", "each", "package"});
+      for (const YamlField& f : fields) {
+        const std::string path = JoinKey(where, f.name);
+        const std::optional<std::string> value = reader.Scalar(f, path);
+        if (!value.has_value()) continue;
+        if (value->empty()) {
+          reader.Fail(f.key, path, "must be a non-empty string");
           continue;
         }
-        if (!value.IsScalar() || value.Scalar().empty()) {
-          errors.push_back(Error{file, LineOf(it->first), "", where + "." + key,
-                                 "must be a non-empty string"});
-          ok = false;
-          continue;
+        if (f.name == "id") p.id = *value;
+        if (f.name == "match") {
+          p.match = *value;
+          match_line = YamlLine(f.value);
         }
-        if (key == "id") p.id = value.Scalar();
-        if (key == "match") {
-          p.match = value.Scalar();
-          match_line = LineOf(value);
+        if (f.name == "each") {
+          p.each = *value;
+          each_line = YamlLine(f.value);
         }
-        if (key == "each") {
-          p.each = value.Scalar();
-          each_line = LineOf(value);
-        }
-        if (key == "package") p.package = NormalizePackageName(value.Scalar());
+        if (f.name == "package") p.package = NormalizePackageName(*value);
       }
+      reader.set_rule_id(p.id);
       for (const char* required : {"id", "match"}) {
-        if (!entry[required]) {
-          errors.push_back(Error{file, p.line, p.id, where + "." + required, "required key is missing"});
-          ok = false;
-        }
+        if (!entry[required]) reader.Fail(p.line, JoinKey(where, required), "required key is missing");
       }
-      if (!ok) continue;
-      const std::size_t before = errors.size();
+      reader.set_rule_id("");
+      if (errors.size() != errors_before) continue;
       CheckEntry(p, match_line, each_line, errors);
-      if (errors.size() == before) out.push_back(std::move(p));
+      if (errors.size() == errors_before) out.push_back(std::move(p));
     }
   }
   if (!errors.empty()) return errors;

@@ -48,6 +48,7 @@
 #include "agent/api/status_report.h"
 #include "agent/config/config.h"
 #include "agent/core/asio.h"
+#include "agent/core/clock.h"
 #include "agent/daemon/config_watcher.h"
 #include "agent/daemon/file_streams.h"
 #include "agent/daemon/reload_coordinator.h"
@@ -171,8 +172,8 @@ class Agent : private FileStreamHost {
   LatestFindings latest_;
   Discovery discovery_;
   SignatureTally tally_;
-  const std::chrono::system_clock::time_point started_at_ = std::chrono::system_clock::now();
-  std::chrono::system_clock::time_point rules_loaded_at_ = started_at_;
+  const WallTime started_at_ = SystemNow();
+  WallTime rules_loaded_at_ = started_at_;
   uint64_t streams_started_ = 0;
   bool sources_started_ = false;
   std::unique_ptr<MatchScratch> scratch_;

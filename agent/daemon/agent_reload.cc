@@ -23,6 +23,7 @@
 #include <set>
 
 #include "agent/api/alert_routes.h"
+#include "agent/core/clock.h"
 #include "agent/daemon/agent.h"
 #include "agent/discover/error_cues.h"
 
@@ -132,7 +133,7 @@ std::vector<std::string> Agent::ApplyReload(LoadedConfig next, std::string* summ
   retired_match_errors_.re2_set += scratch_->errors().re2_set;
   rules_ = next.rules;
   scratch_ = std::move(next.scratch);
-  rules_loaded_at_ = std::chrono::system_clock::now();
+  rules_loaded_at_ = SystemNow();
 
   if (wanted.alerts.enabled != config_.alerts.enabled ||
       wanted.alerts.receivers != config_.alerts.receivers ||
@@ -201,7 +202,7 @@ std::vector<std::string> Agent::ApplyReload(LoadedConfig next, std::string* summ
 }
 
 void Agent::OnReloadResult(const ReloadResult& result) {
-  metrics_.CountReload(result.ok, std::chrono::system_clock::now());
+  metrics_.CountReload(result.ok, SystemNow());
   (result.ok ? reloads_ok_ : reloads_failed_) += 1;
   last_reload_ = result;
   if (result.ok) {

@@ -3,6 +3,7 @@
 #include <map>
 #include <string_view>
 
+#include "agent/core/clock.h"
 #include "agent/core/version.h"
 #include "agent/daemon/agent.h"
 #include "agent/framing/utf8.h"
@@ -20,7 +21,7 @@ constexpr std::size_t kMaxStatusTemplates = 100;
 StatusReport Agent::Status() {
   StatusReport report;
   report.version = kVersion;
-  report.generated_at = std::chrono::system_clock::now();
+  report.generated_at = SystemNow();
   report.started_at = started_at_;
 
   std::map<std::string_view, const Rule*> rules_by_id;

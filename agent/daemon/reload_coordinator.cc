@@ -13,6 +13,7 @@
 
 #include "agent/api/admin_token.h"
 #include "agent/config/config_loader.h"
+#include "agent/core/clock.h"
 #include "agent/match/database_cache.h"
 #include "agent/rules/rule_loader.h"
 
@@ -147,7 +148,7 @@ void ReloadCoordinator::Request(std::string trigger, Done done) {
     // without bound, so it is answered now.
     ReloadResult busy;
     busy.trigger = std::move(trigger);
-    busy.at = std::chrono::system_clock::now();
+    busy.at = SystemNow();
     busy.errors = {BudgetError(config_path_, "reload.timeout_ms",
                                "the previous reload timed out and is still compiling; try again "
                                "once it is done")
@@ -157,7 +158,7 @@ void ReloadCoordinator::Request(std::string trigger, Done done) {
     return;
   }
   queued_.push_back(Waiter{std::move(trigger), std::chrono::steady_clock::now(),
-                           std::chrono::system_clock::now(), std::move(done)});
+                           SystemNow(), std::move(done)});
   if (!in_flight_ && !worker_busy_) StartNext();
 }
 

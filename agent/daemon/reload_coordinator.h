@@ -59,6 +59,7 @@
 
 #include "agent/config/config.h"
 #include "agent/core/asio.h"
+#include "agent/core/clock.h"
 #include "agent/core/result.h"
 #include "agent/match/pattern_set.h"
 #include "agent/match/rule_set.h"
@@ -94,7 +95,7 @@ struct ReloadBudget {
 struct ReloadResult {
   bool ok = false;
   std::string trigger;
-  std::chrono::system_clock::time_point at;  // when it was asked for
+  WallTime at;  // when it was asked for
   std::vector<std::string> errors;           // why it was rejected
   std::vector<std::string> warnings;         // what it could not change, and what it restarted
   std::string summary;                       // what runs now, for the log and the HTTP answer
@@ -134,7 +135,7 @@ class ReloadCoordinator {
   struct Waiter {
     std::string trigger;
     std::chrono::steady_clock::time_point asked;
-    std::chrono::system_clock::time_point asked_wall;
+    WallTime asked_wall;
     Done done;
   };
   struct Job {

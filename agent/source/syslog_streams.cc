@@ -1,7 +1,6 @@
 #include "agent/source/syslog_streams.h"
 
 #include <algorithm>
-#include <chrono>
 #include <ctime>
 
 namespace faultline {
@@ -14,12 +13,6 @@ std::string_view WithoutLineEnd(std::string_view message) {
   if (!message.empty() && message.back() == '\n') message.remove_suffix(1);
   if (!message.empty() && message.back() == '\r') message.remove_suffix(1);
   return message;
-}
-
-int64_t SystemClockMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 }  // namespace
@@ -56,7 +49,7 @@ SyslogStreams::~SyslogStreams() = default;
 void SyslogStreams::OnBytes(std::string_view bytes) {
   if (ended_) return;
   now_ = options_.now ? options_.now() : LocalCivilTimeNow();
-  arrival_ms_ = options_.clock_ms ? options_.clock_ms() : SystemClockMs();
+  arrival_ms_ = UnixMs(options_.clock());
   if (options_.datagrams) {
     OnMessage(WithoutLineEnd(bytes.substr(0, options_.max_message_bytes)));
   } else {

@@ -41,6 +41,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "agent/core/clock.h"
 #include "agent/source/stream_consumer.h"
 #include "agent/syslog/syslog_framer.h"
 #include "agent/syslog/syslog_message.h"
@@ -55,8 +56,8 @@ struct SyslogStreamsOptions {
   std::size_t max_streams = 16;
   // The receiver's civil time, for RFC 3164's yearless timestamps.
   std::function<CivilTime()> now;
-  // The receiver's clock (Unix milliseconds), the arrival time that bounds a sender's.
-  std::function<int64_t()> clock_ms;
+  // The receiver's clock (core/clock.h), the arrival time that bounds a sender's.
+  WallClock clock = SystemNow;
 };
 
 // A sender's time (Unix milliseconds) the receiver believes at `arrival_ms` (see the top).

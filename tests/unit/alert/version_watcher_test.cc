@@ -92,6 +92,27 @@ TEST(VersionWatcherTest, BadPatternFilesAreReportedWithFileLineAndKey) {
   EXPECT_NE(errors.find("[2].mtach"), std::string::npos) << errors;
 }
 
+// The versions file is read by the loaders' one field reader (core/yaml_fields.h): the same
+// messages, lines and key paths as a config or rule file.
+TEST(VersionWatcherTest, VersionFilesReportKeysAsTheOtherLoadersDo) {
+  Result<std::vector<VersionPattern>> r = ParseVersionPatterns(
+      "- id: a\n  match: 'v(?P<version>\\S+)'\n  package: p\n  pakage: q\n"
+      "- id: b\n  match: 'v(?P<version>\\S+)'\n  package: p\n  package: q\n"
+      "- id: c\n  match: [x]\n- just a string\n",
+      "my.versions.yaml");
+  ASSERT_FALSE(r.ok());
+  ASSERT_EQ(4u, r.errors().size()) << FormatErrors(r.errors());
+  EXPECT_EQ("my.versions.yaml:4: key '[0].pakage': unknown key; allowed here: id, match, each, "
+            "package",
+            r.errors()[0].ToString());
+  EXPECT_EQ(8, r.errors()[1].line);
+  EXPECT_EQ("duplicate key; first set on line 7", r.errors()[1].message);
+  EXPECT_EQ("[2].match", r.errors()[2].key);
+  EXPECT_EQ("expected a single value, got a list", r.errors()[2].message);
+  EXPECT_EQ("[3]", r.errors()[3].key);
+  EXPECT_EQ("expected a map, got a single value", r.errors()[3].message);
+}
+
 TEST(VersionWatcherTest, RuleLoadsSkipVersionFiles) {
   EXPECT_TRUE(IsVersionPatternFile("rules/versions/python.versions.yaml"));
   EXPECT_FALSE(IsVersionPatternFile("rules/deepspeed/async_io_windows_link.yaml"));

@@ -20,7 +20,7 @@ SyslogStreamsOptions Options(bool datagrams) {
   options.datagrams = datagrams;
   options.default_host = "10.0.0.9";
   options.now = [] { return CivilTime{2026, 6, 15, 12, 0, 0}; };
-  options.clock_ms = [] { return kNowMs; };
+  options.clock = [] { return FromUnixMs(kNowMs); };
   return options;
 }
 
@@ -130,7 +130,7 @@ TEST(SyslogStreamsTest, ARfc3164TimeIsLocalTimeOfItsResolvedYear) {
   tm.tm_year = 2026 - 1900;
   tm.tm_isdst = -1;
   const int64_t sent_ms = static_cast<int64_t>(mktime(&tm)) * 1000;
-  options.clock_ms = [sent_ms] { return sent_ms + 40000; };
+  options.clock = [sent_ms] { return FromUnixMs(sent_ms + 40000); };
   SyslogStreams streams("peer", options, recorder.Labeled());
   streams.OnBytes("<13>Dec 31 23:59:30 h app: late\n");
   ASSERT_EQ(1u, recorder.streams.size());
