@@ -88,12 +88,7 @@ void AppendHugeLine(const std::string& path, uint64_t bytes) {
 class HugeLineTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (kPeakOverBaseline) {
-      const char* options = std::getenv("ASAN_OPTIONS");
-      const std::string value = std::string(options != nullptr ? options : "") +
-                                ":quarantine_size_mb=0:thread_local_quarantine_size_kb=0";
-      setenv("ASAN_OPTIONS", value.c_str(), 1);
-    }
+    testing::WithoutAsanQuarantine();
     dir_ = testing::TempDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(dir_ + "/rules");
     std::ofstream(dir_ + "/rules/t.yaml") << kHugeLineRules;

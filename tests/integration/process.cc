@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -223,6 +224,15 @@ bool ClaimAcrossProcesses(uint16_t port) {
 }
 
 }  // namespace
+
+void WithoutAsanQuarantine() {
+#if defined(__SANITIZE_ADDRESS__)
+  const char* options = std::getenv("ASAN_OPTIONS");
+  const std::string value = std::string(options != nullptr ? options : "") +
+                            ":quarantine_size_mb=0:thread_local_quarantine_size_kb=0";
+  setenv("ASAN_OPTIONS", value.c_str(), 1);
+#endif
+}
 
 uint16_t FreePort() {
   // Below the kernel's ephemeral range: a port the kernel picked (bind to port 0) is the kind it

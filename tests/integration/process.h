@@ -81,6 +81,12 @@ uint16_t FreePort();
 // A fresh temporary folder for one test, removed by the caller's fixture.
 std::string TempDir(const std::string& name);
 
+// In an ASan build, turns off the allocator's quarantine for the agents this process starts from
+// now on (ASAN_OPTIONS is inherited): the quarantine keeps freed blocks resident on purpose, so an
+// agent's RSS would grow with every free and a bound on its memory would measure ASan, not the
+// agent. Does nothing in other builds.
+void WithoutAsanQuarantine();
+
 }  // namespace faultline::testing
 
 #endif  // FAULTLINE_TESTS_INTEGRATION_PROCESS_H_

@@ -95,6 +95,8 @@ class ReloadLoadTest : public ::testing::Test {
 TEST_F(ReloadLoadTest, HundredReloadsUnderLoadLoseNoLineAndCountNoneTwice) {
   const char* rate_env = std::getenv("FAULTLINE_RELOAD_TEST_RATE");
   const uint64_t rate = rate_env != nullptr ? std::strtoull(rate_env, nullptr, 10) : 100000;
+  // The RSS bound below is the agent's, not ASan's quarantine of freed rule packs.
+  testing::WithoutAsanQuarantine();
   Daemon agent({"run", "-c", dir_ + "/faultline.yaml"});
   ASSERT_TRUE(Eventually([&] { return !Metrics().empty(); })) << agent.Stderr();
 
