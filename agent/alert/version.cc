@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "agent/core/ascii.h"
+
 namespace faultline {
 namespace {
 
@@ -16,8 +18,7 @@ std::string_view TrimSpace(std::string_view s) {
   return s;
 }
 
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-bool IsAlnum(char c) { return IsDigit(c) || (c >= 'a' && c <= 'z'); }
+bool IsAlnum(char c) { return IsAsciiDigit(c) || (c >= 'a' && c <= 'z'); }
 
 // A cursor over lower-cased text, which the caller owns and keeps alive.
 class Cursor {
@@ -43,7 +44,7 @@ class Cursor {
   // A run of digits; false (and nothing eaten) when there is none or it is too long.
   bool Number(uint64_t* value) {
     std::size_t end = pos_;
-    while (end < text_.size() && IsDigit(text_[end])) ++end;
+    while (end < text_.size() && IsAsciiDigit(text_[end])) ++end;
     if (end == pos_ || end - pos_ > kMaxDigits) return false;
     uint64_t v = 0;
     for (std::size_t i = pos_; i < end; ++i) v = v * 10 + static_cast<uint64_t>(text_[i] - '0');
@@ -188,7 +189,7 @@ std::optional<Pep440> ParsePep440(std::string_view raw) {
       if (end == i) return std::nullopt;
       const std::string_view segment = rest.substr(i, end - i);
       Pep440::LocalSegment s{true, 0, ""};
-      for (char c : segment) s.is_number = s.is_number && IsDigit(c);
+      for (char c : segment) s.is_number = s.is_number && IsAsciiDigit(c);
       if (s.is_number) {
         if (segment.size() > kMaxDigits) return std::nullopt;
         for (char c : segment) s.number = s.number * 10 + static_cast<uint64_t>(c - '0');
@@ -253,7 +254,7 @@ struct Semver {
 };
 
 bool IsIdentifierChar(char c) {
-  return IsDigit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-';
+  return IsAsciiDigit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-';
 }
 
 // A number without leading zeros, as semver requires for the core and numeric identifiers.
@@ -261,7 +262,7 @@ bool SemverNumber(std::string_view s, uint64_t* out) {
   if (s.empty() || s.size() > kMaxDigits || (s.size() > 1 && s[0] == '0')) return false;
   uint64_t v = 0;
   for (char c : s) {
-    if (!IsDigit(c)) return false;
+    if (!IsAsciiDigit(c)) return false;
     v = v * 10 + static_cast<uint64_t>(c - '0');
   }
   *out = v;
@@ -311,7 +312,7 @@ std::optional<Semver> ParseSemver(std::string_view raw) {
     if (!Identifiers(pre, &ids)) return std::nullopt;
     for (std::string_view id : ids) {
       bool numeric = true;
-      for (char c : id) numeric = numeric && IsDigit(c);
+      for (char c : id) numeric = numeric && IsAsciiDigit(c);
       Semver::Identifier identifier{numeric, 0, ""};
       if (numeric) {
         if (!SemverNumber(id, &identifier.number)) return std::nullopt;

@@ -3,15 +3,16 @@
 #include <array>
 #include <span>
 
+#include "agent/core/ascii.h"
+
 namespace faultline {
 namespace {
 
 // ASCII classes only: a byte of a multibyte character is never a word character, a digit or a
 // separator here, so masking never splits a character.
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-bool IsWord(char c) { return IsDigit(c) || IsAlpha(c) || c == '_'; }
-bool IsHex(char c) { return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+bool IsWord(char c) { return IsAsciiDigit(c) || IsAlpha(c) || c == '_'; }
+bool IsHex(char c) { return IsAsciiDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 bool IsSpace(char c) {
   return c == ' ' || c == '\t' || c == '\v' || c == '\f' || c == '\r' || c == '\n';
 }
@@ -54,11 +55,11 @@ constexpr std::array<std::string_view, 12> kMonths = {"Jan", "Feb", "Mar", "Apr"
 
 // hh:mm:ss with a one- or two-digit hour.
 size_t MatchClock(std::string_view s, size_t i) {
-  const size_t h = Run(s, i, IsDigit);
+  const size_t h = Run(s, i, IsAsciiDigit);
   if (h < 1 || h > 2) return 0;
   size_t j = i + h;
   for (int part = 0; part < 2; ++part) {
-    if (j >= s.size() || s[j] != ':' || !Exactly(s, j + 1, 2, IsDigit)) return 0;
+    if (j >= s.size() || s[j] != ':' || !Exactly(s, j + 1, 2, IsAsciiDigit)) return 0;
     j += 3;
   }
   return j - i;
@@ -72,7 +73,7 @@ size_t MatchCtime(std::string_view s, size_t i) {
   if (sp == 0 || !OneOf(s, j + sp, kMonths)) return 0;
   j += sp + 3;
   sp = Spaces(s, j);
-  const size_t day = Run(s, j + sp, IsDigit);
+  const size_t day = Run(s, j + sp, IsAsciiDigit);
   if (sp == 0 || day < 1 || day > 2) return 0;
   j += sp + day;
   sp = Spaces(s, j);
@@ -80,7 +81,7 @@ size_t MatchCtime(std::string_view s, size_t i) {
   if (clock == 0) return 0;
   j += sp + clock;
   sp = Spaces(s, j);
-  if (sp > 0 && Exactly(s, j + sp, 4, IsDigit) && (j + sp + 4 == s.size() || !IsWord(s[j + sp + 4]))) {
+  if (sp > 0 && Exactly(s, j + sp, 4, IsAsciiDigit) && (j + sp + 4 == s.size() || !IsWord(s[j + sp + 4]))) {
     j += sp + 4;
   }
   return j - i;
@@ -88,8 +89,8 @@ size_t MatchCtime(std::string_view s, size_t i) {
 
 // 2024-06-01 12:00:00,123 / 2024-06-01T12:00:00.5+02:00
 size_t MatchIsoTime(std::string_view s, size_t i) {
-  if (!Exactly(s, i, 4, IsDigit) || i + 10 > s.size() || s[i + 4] != '-' ||
-      !Exactly(s, i + 5, 2, IsDigit) || s[i + 7] != '-' || !Exactly(s, i + 8, 2, IsDigit)) {
+  if (!Exactly(s, i, 4, IsAsciiDigit) || i + 10 > s.size() || s[i + 4] != '-' ||
+      !Exactly(s, i + 5, 2, IsAsciiDigit) || s[i + 7] != '-' || !Exactly(s, i + 8, 2, IsAsciiDigit)) {
     return 0;
   }
   size_t j = i + 10;
@@ -97,15 +98,15 @@ size_t MatchIsoTime(std::string_view s, size_t i) {
   const size_t clock = MatchClock(s, j + 1);
   if (clock != 8) return 0;
   j += 1 + clock;
-  if (j + 1 < s.size() && (s[j] == '.' || s[j] == ',') && IsDigit(s[j + 1])) {
-    j += 1 + Run(s, j + 1, IsDigit);
+  if (j + 1 < s.size() && (s[j] == '.' || s[j] == ',') && IsAsciiDigit(s[j + 1])) {
+    j += 1 + Run(s, j + 1, IsAsciiDigit);
   }
   if (j < s.size() && s[j] == 'Z') {
     ++j;
-  } else if (j + 2 < s.size() && (s[j] == '+' || s[j] == '-') && Exactly(s, j + 1, 2, IsDigit)) {
+  } else if (j + 2 < s.size() && (s[j] == '+' || s[j] == '-') && Exactly(s, j + 1, 2, IsAsciiDigit)) {
     size_t k = j + 3;
     if (k < s.size() && s[k] == ':') ++k;
-    if (Exactly(s, k, 2, IsDigit)) j = k + 2;
+    if (Exactly(s, k, 2, IsAsciiDigit)) j = k + 2;
   }
   return j - i;
 }
@@ -127,7 +128,7 @@ size_t MatchUuid(std::string_view s, size_t i) {
 size_t MatchUrl(std::string_view s, size_t i) {
   if (i >= s.size() || !IsAlpha(s[i])) return 0;
   size_t j = i + 1;
-  while (j < s.size() && (IsAlpha(s[j]) || IsDigit(s[j]) || s[j] == '+' || s[j] == '.' ||
+  while (j < s.size() && (IsAlpha(s[j]) || IsAsciiDigit(s[j]) || s[j] == '+' || s[j] == '.' ||
                           s[j] == '-')) {
     ++j;
   }
@@ -170,11 +171,11 @@ size_t MatchIpv4(std::string_view s, size_t i) {
       if (j >= s.size() || s[j] != '.') return 0;
       ++j;
     }
-    const size_t n = Run(s, j, IsDigit);
+    const size_t n = Run(s, j, IsAsciiDigit);
     if (n < 1 || n > 3) return 0;
     j += n;
   }
-  if (j + 1 < s.size() && s[j] == ':' && IsDigit(s[j + 1])) j += 1 + Run(s, j + 1, IsDigit);
+  if (j + 1 < s.size() && s[j] == ':' && IsAsciiDigit(s[j + 1])) j += 1 + Run(s, j + 1, IsAsciiDigit);
   return j - i;
 }
 
@@ -192,7 +193,7 @@ size_t MatchHostPort(std::string_view s, size_t i) {
   int labels = 0;
   while (true) {
     const size_t n =
-        Run(s, j, [](char c) { return IsAlpha(c) || IsDigit(c) || c == '-'; });
+        Run(s, j, [](char c) { return IsAlpha(c) || IsAsciiDigit(c) || c == '-'; });
     if (n == 0) return 0;
     j += n;
     ++labels;
@@ -202,8 +203,8 @@ size_t MatchHostPort(std::string_view s, size_t i) {
     }
     break;
   }
-  if (labels < 2 || j + 1 >= s.size() || s[j] != ':' || !IsDigit(s[j + 1])) return 0;
-  return j + 1 + Run(s, j + 1, IsDigit) - i;
+  if (labels < 2 || j + 1 >= s.size() || s[j] != ':' || !IsAsciiDigit(s[j + 1])) return 0;
+  return j + 1 + Run(s, j + 1, IsAsciiDigit) - i;
 }
 
 // /a/b, C:\a\b, and relative a/b/c: at least two separators, each followed by a segment.
@@ -231,7 +232,7 @@ size_t MatchHexId(std::string_view s, size_t i) {
   const size_t n = Run(s, i, IsHex);
   if (n < 8) return 0;
   for (size_t k = i; k < i + n; ++k) {
-    if (IsDigit(s[k])) return n;
+    if (IsAsciiDigit(s[k])) return n;
   }
   return 0;
 }
@@ -240,11 +241,11 @@ size_t MatchHexId(std::string_view s, size_t i) {
 size_t MatchNumber(std::string_view s, size_t i) {
   size_t j = i;
   if (j < s.size() && (s[j] == '-' || s[j] == '+')) ++j;
-  const size_t digits = Run(s, j, IsDigit);
+  const size_t digits = Run(s, j, IsAsciiDigit);
   if (digits == 0) return 0;
   j += digits;
-  while (j + 1 < s.size() && (s[j] == '.' || s[j] == ',' || s[j] == ':') && IsDigit(s[j + 1])) {
-    j += 1 + Run(s, j + 1, IsDigit);
+  while (j + 1 < s.size() && (s[j] == '.' || s[j] == ',' || s[j] == ':') && IsAsciiDigit(s[j + 1])) {
+    j += 1 + Run(s, j + 1, IsAsciiDigit);
   }
   size_t unit = 0;
   while (unit < 4 && j + unit < s.size() && (IsAlpha(s[j + unit]) || s[j + unit] == '%')) ++unit;
@@ -317,7 +318,7 @@ void MaskLine(std::string_view line, std::vector<std::string>& tokens) {
 bool IsVariableLike(std::string_view token) {
   if (token.find(kVariable) != std::string_view::npos) return true;
   for (char c : token) {
-    if (IsDigit(c)) return true;
+    if (IsAsciiDigit(c)) return true;
   }
   return false;
 }

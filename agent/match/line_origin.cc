@@ -3,6 +3,8 @@
 #include <array>
 #include <cstddef>
 
+#include "agent/core/ascii.h"
+
 namespace faultline {
 namespace {
 
@@ -16,10 +18,9 @@ constexpr size_t kMaxBracketBytes = 96;
 // Watchdog caught ...", "srun: error: ..."), and a hit line can be a MiB of progress bar.
 constexpr size_t kMaxInlineBytes = 512;
 
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsLower(char c) { return c >= 'a' && c <= 'z'; }
 bool IsWordChar(char c) {
-  return IsDigit(c) || IsLower(c) || (c >= 'A' && c <= 'Z') || c == '_';
+  return IsAsciiDigit(c) || IsLower(c) || (c >= 'A' && c <= 'Z') || c == '_';
 }
 char Lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 
@@ -39,7 +40,7 @@ void SkipSpaces(std::string_view& s) {
 bool TakeNumber(std::string_view& s, int* value) {
   size_t n = 0;
   int v = 0;
-  while (n < s.size() && IsDigit(s[n])) {
+  while (n < s.size() && IsAsciiDigit(s[n])) {
     if (n == 7) return false;
     v = v * 10 + (s[n] - '0');
     ++n;
@@ -146,7 +147,7 @@ bool IsNodeName(std::string_view name) {
   if (name.empty() || name.size() > kMaxHostBytes) return false;
   if (IsIpv4(name)) return true;
   const std::string_view first = name.substr(0, name.find('.'));
-  if (first.empty() || !IsLower(first.front()) || !IsDigit(first.back())) return false;
+  if (first.empty() || !IsLower(first.front()) || !IsAsciiDigit(first.back())) return false;
   static constexpr std::array<std::string_view, 11> kNotHosts = {
       "python", "pip", "step", "epoch", "iter", "batch", "layer", "line", "rank", "default", "gfx"};
   for (std::string_view word : kNotHosts) {
@@ -160,7 +161,7 @@ bool IsNodeName(std::string_view name) {
       label_start = i + 1;
       continue;
     }
-    if (!IsLower(name[i]) && !IsDigit(name[i]) && name[i] != '-') return false;
+    if (!IsLower(name[i]) && !IsAsciiDigit(name[i]) && name[i] != '-') return false;
   }
   return true;
 }

@@ -2,13 +2,13 @@
 
 #include <algorithm>
 
+#include "agent/core/ascii.h"
+
 namespace faultline {
 namespace {
 
 // A buffer that held one long message is given back rather than kept for every later one.
 constexpr size_t kRetainedBytes = 64 * 1024;
-
-bool IsAsciiDigit(char c) { return c >= '0' && c <= '9'; }
 
 // A message's own line end is not part of it: octet-counted senders often count a trailing LF,
 // and LF-framed ones may end lines with CRLF.

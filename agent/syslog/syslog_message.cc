@@ -1,5 +1,7 @@
 #include "agent/syslog/syslog_message.h"
 
+#include "agent/core/ascii.h"
+
 namespace faultline {
 namespace {
 
@@ -8,7 +10,6 @@ constexpr int kMaxPriority = 191;  // facility 23, severity 7
 // Digits of a fraction of a second: RFC 5424 allows 6; some senders write nanoseconds.
 constexpr int kMaxFractionDigits = 9;
 
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsPrintUsAscii(char c) { return c >= 33 && c <= 126; }
 
 bool IsLeapYear(int year) { return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0; }
@@ -39,7 +40,7 @@ bool Digits(std::string_view& s, int n, int* value) {
   if (s.size() < static_cast<size_t>(n)) return false;
   int v = 0;
   for (int i = 0; i < n; ++i) {
-    if (!IsDigit(s[i])) return false;
+    if (!IsAsciiDigit(s[i])) return false;
     v = v * 10 + (s[i] - '0');
   }
   *value = v;
@@ -59,7 +60,7 @@ std::optional<int> Priority(std::string_view& s) {
   if (!Eat(t, '<')) return std::nullopt;
   int value = 0;
   size_t digits = 0;
-  while (!t.empty() && IsDigit(t.front()) && digits < 3) {
+  while (!t.empty() && IsAsciiDigit(t.front()) && digits < 3) {
     value = value * 10 + (t.front() - '0');
     t.remove_prefix(1);
     ++digits;
@@ -80,7 +81,7 @@ bool TimeOfDay(std::string_view& s, SyslogTime* time) {
     s.remove_prefix(1);
     uint32_t nanos = 0;
     int digits = 0;
-    while (!s.empty() && IsDigit(s.front())) {
+    while (!s.empty() && IsAsciiDigit(s.front())) {
       if (digits == kMaxFractionDigits) return false;
       nanos = nanos * 10 + static_cast<uint32_t>(s.front() - '0');
       s.remove_prefix(1);
@@ -220,7 +221,7 @@ bool StructuredData(std::string_view& s, std::string_view* value) {
 bool Rfc5424(std::string_view s, SyslogMessage* m) {
   if (s.empty() || s.front() < '1' || s.front() > '9') return false;
   s.remove_prefix(1);
-  if (!s.empty() && IsDigit(s.front())) s.remove_prefix(1);  // VERSION is 1 or 2 digits
+  if (!s.empty() && IsAsciiDigit(s.front())) s.remove_prefix(1);  // VERSION is 1 or 2 digits
   if (!Eat(s, ' ')) return false;
   if (Eat(s, '-')) {
     m->time.reset();
