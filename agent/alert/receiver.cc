@@ -50,11 +50,12 @@ Result<std::vector<Receiver>> Receiver::Build(const AlertsConfig& config,
     base.give_up_after_ms_ = rc.give_up_after_ms;
     for (const auto& [name, value] : rc.headers) base.extra_headers_.push_back(name + ": " + value);
     for (const std::string& secret : rc.secrets) {
-      std::string why;
-      if (std::optional<std::string> key = ParseWebhookSecret(secret, &why)) {
-        base.keys_.push_back(std::move(*key));
+      Result<std::string> key = ParseWebhookSecret(secret);
+      if (key.ok()) {
+        base.keys_.push_back(std::move(key).value());
       } else {
-        errors.push_back(Error{config_file, rc.line, "", path + ".secrets", why});
+        errors.push_back(
+            Error{config_file, rc.line, "", path + ".secrets", key.errors().front().message});
       }
     }
     for (std::size_t u = 0; u < rc.urls.size(); ++u) {

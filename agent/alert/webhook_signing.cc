@@ -57,19 +57,17 @@ std::string HexEncode(std::string_view bytes) {
   return out;
 }
 
-std::optional<std::string> ParseWebhookSecret(std::string_view secret, std::string* why) {
+Result<std::string> ParseWebhookSecret(std::string_view secret) {
   if (secret.starts_with(kSecretPrefix)) secret.remove_prefix(kSecretPrefix.size());
   std::optional<std::string> key = Base64Decode(secret);
   if (!key) {
-    *why = "a webhook secret is 'whsec_' followed by base64; this one does not decode";
-    return std::nullopt;
+    return Failure("a webhook secret is 'whsec_' followed by base64; this one does not decode");
   }
   if (key->size() < kMinSecretBytes || key->size() > kMaxSecretBytes) {
-    *why = "a webhook secret must decode to 24..64 bytes (Standard Webhooks); this one is " +
-           std::to_string(key->size());
-    return std::nullopt;
+    return Failure("a webhook secret must decode to 24..64 bytes (Standard Webhooks); this one is " +
+                   std::to_string(key->size()));
   }
-  return key;
+  return std::move(*key);
 }
 
 std::string StandardWebhookSignature(std::string_view key, std::string_view id, int64_t timestamp,

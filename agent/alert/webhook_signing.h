@@ -22,11 +22,13 @@
 #include <string_view>
 #include <vector>
 
+#include "agent/core/result.h"
+
 namespace faultline {
 
 // The key bytes of a Standard Webhooks secret: the base64 after `whsec_` (the prefix is
-// optional), 24..64 bytes once decoded as the spec asks; nullopt for anything else, with *why set.
-std::optional<std::string> ParseWebhookSecret(std::string_view secret, std::string* why);
+// optional), 24..64 bytes once decoded as the spec asks; for anything else, why not.
+Result<std::string> ParseWebhookSecret(std::string_view secret);
 
 // `v1,<base64>` for one key.
 std::string StandardWebhookSignature(std::string_view key, std::string_view id, int64_t timestamp,

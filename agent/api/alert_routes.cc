@@ -21,13 +21,10 @@ HttpResponse JsonError(unsigned status, const std::string& message) {
 }
 
 // The body as a JSON object; an empty body is {}.
-std::optional<json> BodyObject(const HttpRequest& request, std::string* why) {
+Result<json> BodyObject(const HttpRequest& request) {
   if (request.body.empty()) return json::object();
   json body = json::parse(request.body, nullptr, /*allow_exceptions=*/false);
-  if (!body.is_object()) {
-    *why = "the body must be a JSON object";
-    return std::nullopt;
-  }
+  if (!body.is_object()) return Failure("the body must be a JSON object");
   return body;
 }
 
@@ -53,16 +50,16 @@ HttpResponse SignatureAction(Alerting& alerting, const HttpRequest& request) {
   if (!SplitAction(request.path, kSignaturesPrefix, &id, &action)) {
     return JsonError(404, "expected /api/v1/signatures/{id}/fix|unfix|mute|unmute");
   }
-  std::string why;
-  const std::optional<json> body = BodyObject(request, &why);
-  if (!body) return JsonError(400, why);
+  const Result<json> body_object = BodyObject(request);
+  if (!body_object.ok()) return JsonError(400, body_object.errors().front().message);
+  const json& body = body_object.value();
   if (action == "fix") {
     Alerting::FixRequest fix;
     fix.selector = id;
-    fix.version = StringField(*body, "version");
-    fix.note = StringField(*body, "note");
-    fix.by = StringField(*body, "by");
-    fix.origin = StringField(*body, "origin") == "cli" ? FixOrigin::kCli : FixOrigin::kApi;
+    fix.version = StringField(body, "version");
+    fix.note = StringField(body, "note");
+    fix.by = StringField(body, "by");
+    fix.origin = StringField(body, "origin") == "cli" ? FixOrigin::kCli : FixOrigin::kApi;
     Result<FixRecord> stored = alerting.Fix(fix);
     if (!stored.ok()) {
       const Error& e = stored.errors().front();
@@ -84,17 +81,17 @@ HttpResponse SignatureAction(Alerting& alerting, const HttpRequest& request) {
   }
   if (action == "mute") {
     std::optional<int64_t> duration;
-    if (const auto it = body->find("duration_ms"); it != body->end() && it->is_number_integer()) {
+    if (const auto it = body.find("duration_ms"); it != body.end() && it->is_number_integer()) {
       duration = it->get<int64_t>();
-    } else if (const std::string text = StringField(*body, "for"); !text.empty()) {
+    } else if (const std::string text = StringField(body, "for"); !text.empty()) {
       duration = ParseDurationMs(text);
     }
     if (!duration || *duration <= 0) {
       return JsonError(400, "a mute needs \"for\" (8h, 30m, 2d) or \"duration_ms\"");
     }
-    const std::string reason = StringField(*body, "reason");
+    const std::string reason = StringField(body, "reason");
     if (reason.empty()) return JsonError(400, "a mute needs a \"reason\"");
-    if (!alerting.Mute(id, *duration, reason, StringField(*body, "by"))) {
+    if (!alerting.Mute(id, *duration, reason, StringField(body, "by"))) {
       return JsonError(404, "'" + id + "' names no signature this agent has seen");
     }
     return Json(200, json{{"muted", id}, {"duration_ms", *duration}, {"reason", reason}});
@@ -113,11 +110,11 @@ HttpResponse ReceiverAction(Alerting& alerting, const HttpRequest& request) {
   if (!SplitAction(request.path, kReceiversPrefix, &name, &action) || action != "test") {
     return JsonError(404, "expected /api/v1/receivers/{name}/test");
   }
-  std::string why;
-  const std::optional<json> body = BodyObject(request, &why);
-  if (!body) return JsonError(400, why);
+  const Result<json> body_object = BodyObject(request);
+  if (!body_object.ok()) return JsonError(400, body_object.errors().front().message);
+  const json& body = body_object.value();
   Result<std::vector<std::string>> targets =
-      alerting.Test(name, StringField(*body, "signature"),
+      alerting.Test(name, StringField(body, "signature"),
                     [](const std::string&, const RetryDecision&, const DeliveryOutcome&) {});
   if (!targets.ok()) {
     const Error& e = targets.errors().front();

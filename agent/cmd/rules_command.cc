@@ -295,9 +295,10 @@ int EvalRules(const Args& args) {
     if (row.size() < 2 || row[0] == "path") continue;
     const std::string& cls = row[1];
     ScanReport report;
-    std::string error;
-    if (!ScanPath((fs::path(corpus) / row[0]).string(), rules, scratch, report, &error)) {
-      std::cerr << "faultline rules eval: " << error << "\n";
+    const Result<void> scanned =
+        ScanPath((fs::path(corpus) / row[0]).string(), rules, scratch, report);
+    if (!scanned.ok()) {
+      std::cerr << "faultline rules eval: " << JoinErrors(scanned.errors()) << "\n";
       return kExitUsage;
     }
     ClassStats& s = stats[cls];
@@ -408,12 +409,11 @@ int SuggestRule(const Args& args) {
   Discovery discovery;
   ScanReport report;
   MatchScratch scratch(rules->patterns());
-  std::string error;
-  const bool read = ScanFd(fd, log, rules, scratch, kDefaultMaxLineBytes, report, nullptr, &error,
-                           &discovery);
+  const Result<void> scanned =
+      ScanFd(fd, log, rules, scratch, kDefaultMaxLineBytes, report, nullptr, &discovery);
   if (fd != STDIN_FILENO) close(fd);
-  if (!read) {
-    std::cerr << "faultline rules suggest: " << error << "\n";
+  if (!scanned.ok()) {
+    std::cerr << "faultline rules suggest: " << JoinErrors(scanned.errors()) << "\n";
     return kExitUsage;
   }
   const std::vector<const TemplateStats*> templates = discovery.Sorted();

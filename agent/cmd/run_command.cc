@@ -108,9 +108,8 @@ int RunCommand(const Args& args) {
                rules->rules().size(), rules->patterns().size(), rules->patterns().prefiltered(),
                rules->patterns().from_cache() ? "loaded from cache" : "compiled");
   Agent agent(std::move(config), rules);
-  std::string error;
-  if (!agent.Start(&error)) {
-    std::cerr << "faultline run: " << error << "\n";
+  if (Result<void> started = agent.Start(); !started.ok()) {
+    std::cerr << "faultline run: " << JoinErrors(started.errors()) << "\n";
     return kExitUsage;
   }
   agent.Run();

@@ -226,12 +226,12 @@ int ScanCommand(const Args& args) {
   {
     Progress progress(total_bytes, fds.size());
     for (size_t i = 0; i < fds.size(); ++i) {
-      std::string error;
-      if (!ScanFd(
-              fds[i], options.inputs[i], rules, scratch, options.max_line_bytes, report,
-              [&](size_t n) { progress.Advance(n, i); }, &error,
-              options.discover ? &discovery : nullptr, ahead.get())) {
-        std::cerr << "faultline scan: " << error << "\n";
+      const Result<void> scanned = ScanFd(
+          fds[i], options.inputs[i], rules, scratch, options.max_line_bytes, report,
+          [&](size_t n) { progress.Advance(n, i); }, options.discover ? &discovery : nullptr,
+          ahead.get());
+      if (!scanned.ok()) {
+        std::cerr << "faultline scan: " << JoinErrors(scanned.errors()) << "\n";
         read_failed = true;
       }
       if (fds[i] != STDIN_FILENO) close(fds[i]);

@@ -13,10 +13,10 @@
 
 namespace faultline {
 
-bool ScanFd(int fd, const std::string& name, const std::shared_ptr<const RuleSet>& rules,
-            MatchScratch& scratch, size_t max_line_bytes, ScanReport& report,
-            const std::function<void(size_t)>& on_bytes, std::string* error, Discovery* discovery,
-            MatchAhead* ahead) {
+Result<void> ScanFd(int fd, const std::string& name, const std::shared_ptr<const RuleSet>& rules,
+                    MatchScratch& scratch, size_t max_line_bytes, ScanReport& report,
+                    const std::function<void(size_t)>& on_bytes, Discovery* discovery,
+                    MatchAhead* ahead) {
   report.BeginFile(name);
   std::optional<StreamDiscovery> unrecognised;
   if (discovery != nullptr) {
@@ -31,11 +31,8 @@ bool ScanFd(int fd, const std::string& name, const std::shared_ptr<const RuleSet
   });
   pipeline.Finish();
   report.EndFile(pipeline.lines(), pipeline.truncated_lines());
-  if (!read.ok()) {
-    *error = "cannot read " + name + ": " + read.error;
-    return false;
-  }
-  return true;
+  if (!read.ok()) return Failure("cannot read " + name + ": " + read.error);
+  return {};
 }
 
 void ScanText(std::string_view text, const std::string& name,
@@ -48,16 +45,13 @@ void ScanText(std::string_view text, const std::string& name,
   report.EndFile(pipeline.lines(), pipeline.truncated_lines());
 }
 
-bool ScanPath(const std::string& path, const std::shared_ptr<const RuleSet>& rules,
-              MatchScratch& scratch, ScanReport& report, std::string* error) {
+Result<void> ScanPath(const std::string& path, const std::shared_ptr<const RuleSet>& rules,
+                      MatchScratch& scratch, ScanReport& report) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    *error = "cannot open " + path + ": " + std::strerror(errno);
-    return false;
-  }
-  const bool ok = ScanFd(fd, path, rules, scratch, kDefaultMaxLineBytes, report, nullptr, error);
+  if (fd < 0) return Failure("cannot open " + path + ": " + std::strerror(errno));
+  Result<void> scanned = ScanFd(fd, path, rules, scratch, kDefaultMaxLineBytes, report, nullptr);
   close(fd);
-  return ok;
+  return scanned;
 }
 
 }  // namespace faultline

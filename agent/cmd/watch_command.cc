@@ -186,9 +186,8 @@ int WatchCommand(const Args& args) {
     command = source.get();
     return source;
   });
-  std::string error;
-  if (!agent.Start(&error)) {
-    std::cerr << "faultline watch: " << error << "\n";
+  if (Result<void> started = agent.Start(); !started.ok()) {
+    std::cerr << "faultline watch: " << JoinErrors(started.errors()) << "\n";
     return kExitUsage;
   }
   agent.Run();

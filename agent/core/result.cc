@@ -23,4 +23,13 @@ std::string FormatErrors(const ErrorList& errors) {
   return out;
 }
 
+std::string JoinErrors(const ErrorList& errors) {
+  std::string out;
+  for (const Error& e : errors) {
+    if (!out.empty()) out.append("; ");
+    out.append(e.ToString());
+  }
+  return out;
+}
+
 }  // namespace faultline

@@ -1,4 +1,9 @@
-// Error and Result<T>: how load-time code (config, rules, CLI) reports what went wrong.
+// Error and Result<T>: how code that can fail reports what went wrong: loaders (config, rules,
+// versions), the CLI, and what starts the daemon (sources opening their files and sockets, the
+// HTTP server binding, the state store opening). There is one style: a function that makes a T
+// returns Result<T>, one that only acts returns Result<void>; none takes an error
+// out-parameter. The one typed exception is state/sqlite.h's DbStatus, which carries SQLite's result
+// code because callers branch on it (a full disk is handled, not reported).
 //
 // An Error names where the problem is (file, line, rule id, key) and what it is, so that a user can
 // go straight to the offending line. Loaders collect every Error of one load in an ErrorList and
@@ -26,6 +31,11 @@ struct Error {
   std::string ToString() const;
 };
 
+// An Error that is only a message (a socket that cannot bind, a pipe that cannot be opened).
+inline Error Failure(std::string message) {
+  return Error{.file = "", .line = 0, .rule_id = "", .key = "", .message = std::move(message)};
+}
+
 using ErrorList = std::vector<Error>;
 
 // Either a T or the errors that prevented it.
@@ -47,8 +57,25 @@ class Result {
   ErrorList errors_;
 };
 
-// All errors of a list, one per line.
+// The outcome of an action that makes nothing: ok, or the errors that stopped it.
+template <>
+class [[nodiscard]] Result<void> {
+ public:
+  Result() = default;                                 // ok
+  Result(Error error) : errors_{std::move(error)} {}  // NOLINT: implicit by design
+  Result(ErrorList errors) : errors_(std::move(errors)) {}  // NOLINT
+
+  bool ok() const { return errors_.empty(); }
+  const ErrorList& errors() const { return errors_; }
+
+ private:
+  ErrorList errors_;
+};
+
+// All errors of a list, one per line, each as "error: ...\n" (for stderr).
 std::string FormatErrors(const ErrorList& errors);
+// All errors of a list on one line, joined by "; " (for a log line).
+std::string JoinErrors(const ErrorList& errors);
 
 }  // namespace faultline
 

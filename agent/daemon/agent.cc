@@ -117,16 +117,13 @@ Agent::Agent(Config config, std::shared_ptr<const RuleSet> rules, AgentOptions o
 
 Agent::~Agent() = default;
 
-bool Agent::CreateAlerting(std::string* error) {
-  if (!config_.alerts.enabled) return true;
+Result<void> Agent::CreateAlerting() {
+  if (!config_.alerts.enabled) return {};
   Result<std::unique_ptr<Alerting>> alerting = Alerting::Create(
       io_, config_, rules_->rules(), metrics_.registry(), /*store_backed=*/options_.keep_state);
-  if (!alerting.ok()) {
-    *error = FormatErrors(alerting.errors());
-    return false;
-  }
+  if (!alerting.ok()) return alerting.errors();
   alerting_ = std::move(alerting).value();
-  return true;
+  return {};
 }
 
 void Agent::StartAlerting() {
@@ -142,7 +139,7 @@ void Agent::StartAlerting() {
   alerting_->Start();
 }
 
-bool Agent::OpenState(std::string* error) {
+Result<void> Agent::OpenState() {
   counter_states_ =
       std::make_unique<CounterStates>([this] { return metrics_.PersistedCounters(); });
   stream_states_ = std::make_unique<StreamStates>([this] {
@@ -161,11 +158,7 @@ bool Agent::OpenState(std::string* error) {
     participants.push_back(alert_states_.get());
   }
   Result<std::unique_ptr<StateStore>> store = StateStore::Open(config_.state.dir, participants);
-  if (!store.ok()) {
-    *error = FormatErrors(store.errors());
-    while (!error->empty() && error->back() == '\n') error->pop_back();
-    return false;
-  }
+  if (!store.ok()) return store.errors();
   store_ = std::move(store).value();
   if (!store_->moved_aside().empty()) metrics_.CountCorruptStateFile();
   if (!store_->writable()) checkpoint_error_ = store_->unavailable_reason();
@@ -189,7 +182,7 @@ bool Agent::OpenState(std::string* error) {
   } else {
     spdlog::info("state: {}: no saved state, starting fresh", store_->path());
   }
-  return true;
+  return {};
 }
 
 void Agent::ArmCheckpointTimer() {
@@ -321,13 +314,10 @@ void Agent::AddFindingSink(FindingSink* sink) { findings_.Add(sink); }
 
 void Agent::AddSource(SourceBuilder build) { extra_sources_.push_back(std::move(build)); }
 
-bool Agent::Start(std::string* error) {
+Result<void> Agent::Start() {
   // With alerts, the lifecycle routes need a token even without a file: one is generated.
   Result<AdminToken> token = LoadAdminToken(config_, /*create=*/config_.alerts.enabled);
-  if (!token.ok()) {
-    *error = FormatErrors(token.errors());
-    return false;
-  }
+  if (!token.ok()) return token.errors();
   admin_token_ = token.value().token;
   if (!token.value().warning.empty()) spdlog::warn("{}", token.value().warning);
   // Caught from here on, queued until Run: a SIGTERM while sources start still stops cleanly.
@@ -339,12 +329,15 @@ bool Agent::Start(std::string* error) {
   }
   // The state next: a second agent on the same state.dir must fail here, before it binds a port
   // or reads a line.
-  if (!CreateAlerting(error)) return false;
-  if (options_.keep_state && !OpenState(error)) return false;
+  if (Result<void> alerting = CreateAlerting(); !alerting.ok()) return alerting;
+  if (options_.keep_state) {
+    if (Result<void> state = OpenState(); !state.ok()) return state;
+  }
   StartAlerting();
   if (options_.serve_http) {
     AddRoutes();
-    if (!http_.Listen(config_.http_address, config_.http_port, error)) return false;
+    Result<void> listening = http_.Listen(config_.http_address, config_.http_port);
+    if (!listening.ok()) return listening;
     spdlog::info("serving /metrics on http://{}:{}/metrics", config_.http_address, http_.port());
   }
 
@@ -354,14 +347,14 @@ bool Agent::Start(std::string* error) {
   if (options_.config_sources) {
     const SourceSet::Changes changes = sources_.Apply(config_);
     if (!changes.failed.empty()) {  // at start, a source that cannot open is a load error
-      *error = "source " + changes.failed.front().first + ": " + changes.failed.front().second;
-      return false;
+      return Failure("source " + changes.failed.front().first + ": " +
+                     changes.failed.front().second);
     }
   }
   const SourceContext context = ContextFor(config_);
   for (const SourceBuilder& build : extra_sources_) extra_running_.push_back(build(context));
   for (auto& source : extra_running_) {
-    if (!source->Open(error)) return false;
+    if (Result<void> opened = source->Open(); !opened.ok()) return opened;
   }
   for (auto& source : extra_running_) source->Start();
   sources_started_ = true;
@@ -373,7 +366,7 @@ bool Agent::Start(std::string* error) {
   }
   // Reload re-reads the config's sources; an agent without them has nothing to reload.
   if (options_.config_sources) StartReloads();
-  return true;
+  return {};
 }
 
 SourceContext Agent::ContextFor(const Config& section) {

@@ -93,7 +93,10 @@ class Agent : private FileStreamHost {
   void AddSource(SourceBuilder build);
   Metrics& metrics() { return metrics_; }
 
-  bool Start(std::string* error);
+  // Opens the state, binds the HTTP server, opens and starts every source. The errors that stop
+  // the start (a second agent on the same state.dir, an address in use, a source that cannot
+  // open); the agent must not Run then.
+  Result<void> Start();
   // Runs the loop until SIGINT/SIGTERM or Stop().
   void Run();
   void Stop();
@@ -104,8 +107,8 @@ class Agent : private FileStreamHost {
   class AlertStreams;
 
   // Opens the state store and restores the counters (and the alert lifecycle and outbox, when
-  // alerting exists by then); false (with *error) when the agent must not start.
-  bool OpenState(std::string* error);
+  // alerting exists by then); an error when the agent must not start.
+  Result<void> OpenState();
   void ArmCheckpointTimer();
   // Writes a checkpoint now; false when it could not be written.
   bool Checkpoint();
@@ -132,10 +135,10 @@ class Agent : private FileStreamHost {
   // Brings the unrecognised-error metrics up to date (at scrape time).
   void CountUnrecognised();
   void WaitForSignal();
-  // Builds the alert side when the config has `alerts:` (load-time errors in *error), before the
+  // Builds the alert side when the config has `alerts:` (or its load-time errors), before the
   // state opens so that its participant loads the lifecycle and outbox; StartAlerting then
   // connects it (findings, routes, checkpoint requests) and starts delivery.
-  bool CreateAlerting(std::string* error);
+  Result<void> CreateAlerting();
   void StartAlerting();
   // The lifecycle's admin routes (alert_routes.h), with the admin token and CommitThen.
   void AddLifecycleRoutes();

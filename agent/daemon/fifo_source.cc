@@ -16,8 +16,9 @@ class FifoSource : public Source {
              std::chrono::milliseconds quiet_after, StreamConsumerFactory consumers)
       : id_(std::move(id)), reader_(io, std::move(path), quiet_after, std::move(consumers)) {}
   void Start() override {
-    std::string error;
-    if (!reader_.Start(&error)) spdlog::error("source {}: {}; not reading it", id_, error);
+    if (Result<void> started = reader_.Start(); !started.ok()) {
+      spdlog::error("source {}: {}; not reading it", id_, JoinErrors(started.errors()));
+    }
   }
   void Stop() override { reader_.Stop(); }
 

@@ -54,7 +54,7 @@ class NetSource : public Source {
   NetSource(asio::io_context& io, NetTransport transport, Options options,
             PeerConsumerFactory consumers)
       : type_(TypeName(transport)), listener_(io, std::move(options), std::move(consumers)) {}
-  bool Open(std::string* error) override { return listener_.Open(error); }
+  Result<void> Open() override { return listener_.Open(); }
   void Start() override { listener_.Start(); }
   void Stop() override { listener_.Stop(); }
   SourceStatus Status() const override {

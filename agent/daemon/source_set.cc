@@ -36,13 +36,13 @@ bool SameSourceSection(const Config& a, const Config& b) {
                     kSourceLists);
 }
 
-std::optional<SourceSet::Running> SourceSet::Start(Config section, std::string* error) {
+Result<SourceSet::Running> SourceSet::Start(Config section) {
   Running running;
   running.section = std::make_unique<Config>(std::move(section));
   std::vector<std::unique_ptr<Source>> built = BuildSources(context_(*running.section));
   // A section holds one source, so one builder made it.
   if (!built.empty()) {
-    if (!built.front()->Open(error)) return std::nullopt;
+    if (Result<void> opened = built.front()->Open(); !opened.ok()) return opened.errors();
     running.source = std::move(built.front());
     running.source->Start();
   }
@@ -71,13 +71,12 @@ SourceSet::Changes SourceSet::Apply(const Config& config) {
     it = running_.erase(it);
   }
   for (auto& [id, section] : next) {
-    std::string error;
-    std::optional<Running> started = Start(std::move(section), &error);
-    if (!started) {
-      changes.failed.emplace_back(id, std::move(error));
+    Result<Running> started = Start(std::move(section));
+    if (!started.ok()) {
+      changes.failed.emplace_back(id, JoinErrors(started.errors()));
       continue;
     }
-    running_.emplace(id, std::move(*started));
+    running_.emplace(id, std::move(started).value());
     (changed.count(id) != 0 ? changes.restarted : changes.started).push_back(id);
   }
   for (const std::string& id : changes.stopped) spdlog::info("source {} stopped", id);

@@ -17,13 +17,13 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "agent/daemon/sources.h"
 #include "agent/config/config.h"
+#include "agent/core/result.h"
 
 namespace faultline {
 
@@ -64,8 +64,8 @@ class SourceSet {
     std::unique_ptr<Source> source;
   };
 
-  // Builds, opens and starts the source of `section`; nullopt with the reason when it cannot open.
-  std::optional<Running> Start(Config section, std::string* error);
+  // Builds, opens and starts the source of `section`; the reason when it cannot open.
+  Result<Running> Start(Config section);
 
   const ContextFactory context_;
   std::map<std::string, Running> running_;

@@ -20,6 +20,7 @@
 
 #include "agent/config/config.h"
 #include "agent/core/asio.h"
+#include "agent/core/result.h"
 #include "agent/source/descriptor_budget.h"
 #include "agent/source/source_status.h"
 #include "agent/source/stream_consumer.h"
@@ -31,9 +32,9 @@ class FileStreamHost;
 class Source {
  public:
   virtual ~Source() = default;
-  // Load-time setup that can fail (binding a listener), before any source starts: false with
-  // the reason stops the agent's start.
-  virtual bool Open(std::string* /*error*/) { return true; }
+  // Load-time setup that can fail (binding a listener), before any source starts: an error
+  // with the reason stops the agent's start.
+  virtual Result<void> Open() { return {}; }
   virtual void Start() = 0;
   // Ends every stream (each consumer gets OnEnd) and releases what the source holds.
   virtual void Stop() = 0;

@@ -56,7 +56,9 @@ WatchedCommand::~WatchedCommand() {
 
 void WatchedCommand::Start() {
   WaitForSignal();
-  if (!child_.Spawn(options_.child, &error_, &exit_status_)) {
+  if (Result<void> spawned = child_.Spawn(options_.child); !spawned.ok()) {
+    error_ = JoinErrors(spawned.errors());
+    exit_status_ = child_.spawn_exit_status();
     exited_ = true;
     finished_ = true;
     boost::system::error_code ignored;

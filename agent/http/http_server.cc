@@ -51,7 +51,7 @@ class HttpServer::Impl : public std::enable_shared_from_this<HttpServer::Impl> {
   const HttpRouter& router() const { return router_; }
   void AddRoute(HttpRoute route) { router_.Add(std::move(route)); }
 
-  bool Listen(const std::string& address, uint16_t port, std::string* error);
+  Result<void> Listen(const std::string& address, uint16_t port);
   uint16_t port() const { return port_; }
   void Stop();
 
@@ -290,22 +290,22 @@ void HttpServer::Impl::Unregister(Connection* c) {
   if (it != per_client_.end() && --it->second == 0) per_client_.erase(it);
 }
 
-bool HttpServer::Impl::Listen(const std::string& address, uint16_t port, std::string* error) {
+Result<void> HttpServer::Impl::Listen(const std::string& address, uint16_t port) {
   const std::string where =
       (address.find(':') != std::string::npos ? "[" + address + "]" : address) + ":" +
       std::to_string(port);
   if (acceptor_.is_open() || stopped_) {
-    *error = "cannot listen on " + where + ": the server is already listening or stopped";
-    return false;
+    return Failure("cannot listen on " + where + ": the server is already listening or stopped");
   }
   beast::error_code ec;
   tcp::resolver resolver(acceptor_.get_executor());
   const tcp::resolver::results_type endpoints = resolver.resolve(
       address, std::to_string(port), tcp::resolver::passive | tcp::resolver::numeric_service, ec);
   if (ec) {
-    *error = "cannot listen on " + where + ": cannot resolve '" + address + "': " + ec.message();
-    return false;
+    return Failure("cannot listen on " + where + ": cannot resolve '" + address +
+                   "': " + ec.message());
   }
+  Error last = Failure("cannot listen on " + where + ": no address found");
   // A name may resolve to several addresses (localhost: ::1 and 127.0.0.1); the first that binds
   // wins, and the last failure is the one reported.
   for (const tcp::resolver::results_type::value_type& entry : endpoints) {
@@ -319,18 +319,16 @@ bool HttpServer::Impl::Listen(const std::string& address, uint16_t port, std::st
     if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
     if (!ec) port_ = acceptor_.local_endpoint(ec).port();
     if (ec) {
-      *error = "cannot listen on " + EndpointText(endpoint) + ": " + ec.message();
+      last = Failure("cannot listen on " + EndpointText(endpoint) + ": " + ec.message());
       continue;
     }
-    error->clear();
     listen_host_ = address;
     Accept();
-    return true;
+    return {};
   }
   beast::error_code ignored;
   acceptor_.close(ignored);
-  if (endpoints.empty()) *error = "cannot listen on " + where + ": no address found";
-  return false;
+  return last;
 }
 
 void HttpServer::Impl::Stop() {
@@ -406,8 +404,8 @@ HttpServer::~HttpServer() { impl_->Stop(); }
 
 void HttpServer::AddRoute(HttpRoute route) { impl_->AddRoute(std::move(route)); }
 
-bool HttpServer::Listen(const std::string& address, uint16_t port, std::string* error) {
-  return impl_->Listen(address, port, error);
+Result<void> HttpServer::Listen(const std::string& address, uint16_t port) {
+  return impl_->Listen(address, port);
 }
 
 uint16_t HttpServer::port() const { return impl_->port(); }

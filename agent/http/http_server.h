@@ -35,6 +35,7 @@
 #include <string>
 
 #include "agent/core/asio.h"
+#include "agent/core/result.h"
 #include "agent/http/http_message.h"
 #include "agent/http/http_router.h"
 #include "agent/http/http_session.h"
@@ -72,9 +73,8 @@ class HttpServer {
 
   // Binds and starts accepting on `address` (an IP address or a host name that resolves to one,
   // IPv6 without brackets) and `port` (0 picks a free port; see port()). Load-time: on failure
-  // returns false and sets *error to a message naming the address and the OS reason.
-  // REQUIRES: called at most once.
-  bool Listen(const std::string& address, uint16_t port, std::string* error);
+  // an error naming the address and the OS reason. REQUIRES: called at most once.
+  Result<void> Listen(const std::string& address, uint16_t port);
 
   // The port actually bound; 0 before a successful Listen.
   uint16_t port() const;

@@ -15,24 +15,24 @@ namespace faultline {
 namespace {
 
 // Opens a pty whose slave side passes the child's bytes through unchanged.
-bool OpenPty(int window_size_from, int* master, int* slave, std::string* error) {
+Result<void> OpenPty(int window_size_from, int* master, int* slave) {
   const int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
   if (m < 0 || grantpt(m) != 0 || unlockpt(m) != 0) {
-    *error = std::string("cannot open a pseudo-terminal: ") + std::strerror(errno);
+    Error error = Failure(std::string("cannot open a pseudo-terminal: ") + std::strerror(errno));
     if (m >= 0) close(m);
-    return false;
+    return error;
   }
   char name[128];
   if (ptsname_r(m, name, sizeof name) != 0) {
-    *error = std::string("cannot name the pseudo-terminal: ") + std::strerror(errno);
+    Error error = Failure(std::string("cannot name the pseudo-terminal: ") + std::strerror(errno));
     close(m);
-    return false;
+    return error;
   }
   const int s = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
   if (s < 0) {
-    *error = std::string("cannot open ") + name + ": " + std::strerror(errno);
+    Error error = Failure(std::string("cannot open ") + name + ": " + std::strerror(errno));
     close(m);
-    return false;
+    return error;
   }
   termios mode{};
   if (tcgetattr(s, &mode) == 0) {
@@ -45,18 +45,17 @@ bool OpenPty(int window_size_from, int* master, int* slave, std::string* error) 
   }
   *master = m;
   *slave = s;
-  return true;
+  return {};
 }
 
-bool OpenPipe(int* read_end, int* write_end, std::string* error) {
+Result<void> OpenPipe(int* read_end, int* write_end) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
-    *error = std::string("cannot create a pipe: ") + std::strerror(errno);
-    return false;
+    return Failure(std::string("cannot create a pipe: ") + std::strerror(errno));
   }
   *read_end = fds[0];
   *write_end = fds[1];
-  return true;
+  return {};
 }
 
 void CloseIfOpen(int& fd) {
@@ -95,12 +94,9 @@ std::set<int> OpenDescriptors() {
 
 ChildProcess::~ChildProcess() = default;
 
-bool ChildProcess::Spawn(const ChildSpec& spec, std::string* error, int* exit_status) {
-  *exit_status = 1;
-  if (spec.argv.empty()) {
-    *error = "no command to run";
-    return false;
-  }
+Result<void> ChildProcess::Spawn(const ChildSpec& spec) {
+  spawn_exit_status_ = 1;
+  if (spec.argv.empty()) return Failure("no command to run");
   int out_read = -1, out_write = -1, err_read = -1, err_write = -1, status_read = -1,
       status_write = -1;
   auto close_all = [&] {
@@ -108,16 +104,16 @@ bool ChildProcess::Spawn(const ChildSpec& spec, std::string* error, int* exit_st
       CloseIfOpen(*fd);
     }
   };
-  const bool opened =
-      (spec.stdout_pty ? OpenPty(spec.window_size_from, &out_read, &out_write, error)
-                       : OpenPipe(&out_read, &out_write, error)) &&
-      (spec.shared_pty ||
-       (spec.stderr_pty ? OpenPty(spec.window_size_from, &err_read, &err_write, error)
-                        : OpenPipe(&err_read, &err_write, error))) &&
-      OpenPipe(&status_read, &status_write, error);
-  if (!opened) {
+  Result<void> opened = spec.stdout_pty ? OpenPty(spec.window_size_from, &out_read, &out_write)
+                                         : OpenPipe(&out_read, &out_write);
+  if (opened.ok() && !spec.shared_pty) {
+    opened = spec.stderr_pty ? OpenPty(spec.window_size_from, &err_read, &err_write)
+                             : OpenPipe(&err_read, &err_write);
+  }
+  if (opened.ok()) opened = OpenPipe(&status_read, &status_write);
+  if (!opened.ok()) {
     close_all();
-    return false;
+    return opened;
   }
 
   // Everything this process opened itself stays out of the command.
@@ -169,9 +165,8 @@ bool ChildProcess::Spawn(const ChildSpec& spec, std::string* error, int* exit_st
   CloseIfOpen(err_write);
   CloseIfOpen(status_write);
   if (pid < 0) {
-    *error = std::string("cannot start the command: ") + std::strerror(fork_errno);
     close_all();
-    return false;
+    return Failure(std::string("cannot start the command: ") + std::strerror(fork_errno));
   }
   pid_ = pid;
 
@@ -188,14 +183,14 @@ bool ChildProcess::Spawn(const ChildSpec& spec, std::string* error, int* exit_st
     }
     reaped_ = true;
     TakeTerminal();
-    *error = "cannot run '" + spec.argv[0] + "': " + std::strerror(exec_errno);
-    *exit_status = exec_errno == ENOENT ? 127 : 126;
+    spawn_exit_status_ = exec_errno == ENOENT ? 127 : 126;
     close_all();
-    return false;
+    return Failure("cannot run '" + spec.argv[0] + "': " + std::strerror(exec_errno));
   }
+  spawn_exit_status_ = 0;
   stdout_fd_ = out_read;
   stderr_fd_ = err_read;
-  return true;
+  return {};
 }
 
 bool ChildProcess::Signal(int signal) {

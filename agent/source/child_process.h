@@ -35,6 +35,8 @@
 #include <string>
 #include <vector>
 
+#include "agent/core/result.h"
+
 namespace faultline {
 
 struct ChildSpec {
@@ -63,9 +65,11 @@ class ChildProcess {
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
 
-  // Starts the command. On failure returns false with `error` and the exit status a shell would
-  // give (`exit_status`): 127 command not found, 126 found but not runnable, 1 for anything else.
-  bool Spawn(const ChildSpec& spec, std::string* error, int* exit_status);
+  // Starts the command, or says why it could not (then spawn_exit_status() is set).
+  Result<void> Spawn(const ChildSpec& spec);
+  // After a failed Spawn, the exit status a shell would give: 127 command not found, 126 found but
+  // not runnable, 1 for anything else; 0 after one that started.
+  int spawn_exit_status() const { return spawn_exit_status_; }
 
   // Read ends of the captured output, owned by the caller from Spawn on: stdout, and stderr or -1
   // when it shares stdout's pty.
@@ -99,6 +103,7 @@ class ChildProcess {
   bool reaped_ = false;
   int stdout_fd_ = -1;
   int stderr_fd_ = -1;
+  int spawn_exit_status_ = 0;
 };
 
 }  // namespace faultline

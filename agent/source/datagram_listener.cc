@@ -58,8 +58,8 @@ class DatagramListener::Impl : public std::enable_shared_from_this<DatagramListe
         sweep_(io),
         buffer_(kMaxDatagramBytes + 1) {}
 
-  bool Open(std::string* error) {
-    if (!(options_.unix_socket ? OpenUnix(error) : OpenUdp(error))) return false;
+  Result<void> Open() {
+    if (Result<void> opened = options_.unix_socket ? OpenUnix() : OpenUdp(); !opened.ok()) return opened;
     // Past net.core.rmem_max only with CAP_NET_ADMIN (SO_RCVBUFFORCE); else what the limit allows.
     const int bytes = kReceiveBufferBytes;
     if (setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof(bytes)) !=
@@ -67,7 +67,7 @@ class DatagramListener::Impl : public std::enable_shared_from_this<DatagramListe
       boost::system::error_code ignored;
       socket_.set_option(asio::socket_base::receive_buffer_size(kReceiveBufferBytes), ignored);
     }
-    return true;
+    return {};
   }
 
   void Start() {
@@ -116,26 +116,31 @@ class DatagramListener::Impl : public std::enable_shared_from_this<DatagramListe
     uint64_t read_bytes = 0;
   };
 
-  bool OpenUdp(std::string* error) {
-    return ListenOnFirstAddress<asio::ip::udp>(
+  Result<void> OpenUdp() {
+    Result<BoundAddress> bound = ListenOnFirstAddress<asio::ip::udp>(
         io_, "udp", options_.host, options_.port, socket_,
-        [](auto&, boost::system::error_code&) {}, &port_, &where_, error);
+        [](auto&, boost::system::error_code&) {});
+    if (!bound.ok()) return bound.errors();
+    port_ = bound.value().port;
+    where_ = std::move(bound).value().where;
+    return {};
   }
 
-  bool OpenUnix(std::string* error) {
-    if (!UnixSocketFile::Prepare(options_.path, SOCK_DGRAM, error)) return false;
+  Result<void> OpenUnix() {
+    if (Result<void> free = UnixSocketFile::Prepare(options_.path, SOCK_DGRAM); !free.ok()) return free;
     boost::system::error_code ec;
     socket_.open(DatagramProtocol(asio::local::datagram_protocol()), ec);
     if (!ec) {
       socket_.bind(DatagramProtocol::endpoint(asio::local::datagram_protocol::endpoint(options_.path)), ec);
     }
     if (ec) {
-      *error = "cannot listen on " + options_.path + ": " + ec.message();
       boost::system::error_code ignored;
       socket_.close(ignored);
-      return false;
+      return Failure("cannot listen on " + options_.path + ": " + ec.message());
     }
-    if (!socket_file_.Adopt(options_.path, options_.mode, error)) return false;
+    if (Result<void> adopted = socket_file_.Adopt(options_.path, options_.mode); !adopted.ok()) {
+      return adopted;
+    }
     // The kernel then tells the pid of every sender, bound or not.
     const int on = 1;
     if (setsockopt(socket_.native_handle(), SOL_SOCKET, SO_PASSCRED, &on, sizeof(on)) != 0) {
@@ -144,7 +149,7 @@ class DatagramListener::Impl : public std::enable_shared_from_this<DatagramListe
           "stream",
           where_, std::strerror(errno));
     }
-    return true;
+    return {};
   }
 
   // One turn: receive until the socket is empty (then wait) or the budget is spent (then queue
@@ -301,7 +306,7 @@ DatagramListener::DatagramListener(asio::io_context& io, DatagramListenerOptions
 
 DatagramListener::~DatagramListener() { impl_->Stop(); }
 
-bool DatagramListener::Open(std::string* error) { return impl_->Open(error); }
+Result<void> DatagramListener::Open() { return impl_->Open(); }
 void DatagramListener::Start() { impl_->Start(); }
 void DatagramListener::Stop() { impl_->Stop(); }
 uint16_t DatagramListener::port() const { return impl_->port(); }

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "agent/core/asio.h"
+#include "agent/core/result.h"
 #include "agent/source/socket_peer.h"
 #include "agent/source/source_status.h"
 
@@ -63,7 +64,8 @@ class DatagramListener {
   DatagramListener(const DatagramListener&) = delete;
   DatagramListener& operator=(const DatagramListener&) = delete;
 
-  bool Open(std::string* error);
+  // Binds. Load time; an error with the reason (address in use, a live socket file).
+  Result<void> Open();
   void Start();  // REQUIRES: Open succeeded
   // Ends every peer's stream (OnEnd), closes the socket, removes the socket file. Idempotent.
   void Stop();

@@ -31,40 +31,34 @@ FifoReader::FifoReader(asio::io_context& io, std::string path,
 
 FifoReader::~FifoReader() { Stop(); }
 
-int FifoReader::Open(std::string* error) {
+Result<int> FifoReader::Open() {
   for (int attempt = 0; attempt < 2; ++attempt) {
     const int fd = open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd >= 0) {
       struct stat st {};
       if (fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode)) {
         close(fd);
-        *error = path_ + " is not a named pipe; remove it, or let the agent create the pipe";
-        return -1;
+        return Failure(path_ + " is not a named pipe; remove it, or let the agent create the pipe");
       }
       return fd;
     }
-    if (errno != ENOENT) {
-      *error = "cannot open " + path_ + ": " + std::strerror(errno);
-      return -1;
-    }
+    if (errno != ENOENT) return Failure("cannot open " + path_ + ": " + std::strerror(errno));
     // EEXIST: a writer or another process made it between the open and here; open that one.
     if (mkfifo(path_.c_str(), kCreatedMode) != 0 && errno != EEXIST) {
-      *error = "cannot create the named pipe " + path_ + ": " + std::strerror(errno);
-      return -1;
+      return Failure("cannot create the named pipe " + path_ + ": " + std::strerror(errno));
     }
     created_ = true;
   }
-  *error = "cannot open " + path_ + ": it vanished right after it was created";
-  return -1;
+  return Failure("cannot open " + path_ + ": it vanished right after it was created");
 }
 
-bool FifoReader::Start(std::string* error) {
-  const int fd = Open(error);
-  if (fd < 0) return false;
+Result<void> FifoReader::Start() {
+  Result<int> fd = Open();
+  if (!fd.ok()) return fd.errors();
   if (created_) spdlog::info("created the named pipe {}", path_);
   consumer_ = consumers_(path_);
-  Read(fd);
-  return true;
+  Read(fd.value());
+  return {};
 }
 
 void FifoReader::Read(int fd) {
@@ -88,14 +82,13 @@ void FifoReader::OnWritersGone(const std::string& error) {
     mid_line_ = false;
     consumer_->OnBytes("\n");
   }
-  std::string open_error = error;
-  const int fd = open_error.empty() ? Open(&open_error) : -1;
-  if (fd < 0) {
-    spdlog::error("named pipe {}: {}; no longer reading it", path_, open_error);
+  Result<int> fd = error.empty() ? Open() : Result<int>(Failure(error));
+  if (!fd.ok()) {
+    spdlog::error("named pipe {}: {}; no longer reading it", path_, JoinErrors(fd.errors()));
     Stop();
     return;
   }
-  Read(fd);  // destroys the old reader, which closes the old descriptor now that fd holds the pipe
+  Read(fd.value());  // destroys the old reader, which closes the old descriptor now that fd holds the pipe
 }
 
 void FifoReader::Stop() {

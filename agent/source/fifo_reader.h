@@ -43,6 +43,7 @@
 #include <string>
 
 #include "agent/core/asio.h"
+#include "agent/core/result.h"
 #include "agent/source/descriptor_reader.h"
 #include "agent/source/quiet_timer.h"
 #include "agent/source/stream_consumer.h"
@@ -57,9 +58,9 @@ class FifoReader {
   FifoReader(const FifoReader&) = delete;
   FifoReader& operator=(const FifoReader&) = delete;
 
-  // Creates the pipe if the path is free and opens it; false with `error` when the path is not a
-  // pipe or cannot be created or opened.
-  bool Start(std::string* error);
+  // Creates the pipe if the path is free and opens it; an error when the path is not a pipe or
+  // cannot be created or opened.
+  Result<void> Start();
   // Ends the stream and closes the pipe. Idempotent.
   void Stop();
 
@@ -68,8 +69,8 @@ class FifoReader {
   bool created() const { return created_; }
 
  private:
-  // Opens the path (creating the pipe when missing); -1 with `error` when it cannot.
-  int Open(std::string* error);
+  // Opens the path (creating the pipe when missing): its descriptor, or why it cannot.
+  Result<int> Open();
   // Reads `fd`, replacing (and so closing) the descriptor read so far.
   void Read(int fd);
   void OnWritersGone(const std::string& error);

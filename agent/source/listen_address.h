@@ -4,9 +4,9 @@
 // the last failure is the one reported.
 //
 // Pure helpers of their arguments; ListenOnFirstAddress runs on the caller's thread, blocks only
-// on resolving a numeric or local name (AI_PASSIVE), and never throws: it returns false with the
-// reason ("cannot listen on tcp 127.0.0.1:5170: Address already in use") in *error. On success
-// *port is the bound port (port 0 asks for a free one) and *where the listener's name in logs.
+// on resolving a numeric or local name (AI_PASSIVE), and never throws: it returns the reason
+// ("cannot listen on tcp 127.0.0.1:5170: Address already in use") as an error, or the bound port
+// (port 0 asks for a free one) and the listener's name in logs.
 #ifndef FAULTLINE_SOURCE_LISTEN_ADDRESS_H_
 #define FAULTLINE_SOURCE_LISTEN_ADDRESS_H_
 
@@ -16,6 +16,7 @@
 #include <string>
 
 #include "agent/core/asio.h"
+#include "agent/core/result.h"
 
 namespace faultline {
 
@@ -25,12 +26,17 @@ uint16_t PortOf(const sockaddr* address);
 // "host:port", with an IPv6 host in brackets.
 std::string HostPortText(const std::string& host, uint16_t port);
 
+struct BoundAddress {
+  uint16_t port = 0;
+  std::string where;  // "tcp 127.0.0.1:5170"
+};
+
 // `InternetProtocol` is asio::ip::tcp or asio::ip::udp; `Socket` a generic acceptor or socket;
 // `after_bind(socket, ec)` is what follows the bind (listen() for an acceptor).
 template <class InternetProtocol, class Socket, class AfterBind>
-bool ListenOnFirstAddress(asio::io_context& io, const std::string& scheme, const std::string& host,
-                          uint16_t port, Socket& socket, const AfterBind& after_bind,
-                          uint16_t* bound_port, std::string* where, std::string* error) {
+Result<BoundAddress> ListenOnFirstAddress(asio::io_context& io, const std::string& scheme,
+                                          const std::string& host, uint16_t port, Socket& socket,
+                                          const AfterBind& after_bind) {
   using Protocol = typename Socket::protocol_type;
   const std::string wanted = scheme + " " + HostPortText(host, port);
   boost::system::error_code ec;
@@ -39,9 +45,10 @@ bool ListenOnFirstAddress(asio::io_context& io, const std::string& scheme, const
       host, std::to_string(port),
       InternetProtocol::resolver::passive | InternetProtocol::resolver::numeric_service, ec);
   if (ec) {
-    *error = "cannot listen on " + wanted + ": cannot resolve '" + host + "': " + ec.message();
-    return false;
+    return Failure("cannot listen on " + wanted + ": cannot resolve '" + host +
+                   "': " + ec.message());
   }
+  Error last = Failure("cannot listen on " + wanted + ": no address found");
   for (const auto& entry : endpoints) {
     const typename InternetProtocol::endpoint endpoint = entry.endpoint();
     boost::system::error_code ignored;
@@ -51,17 +58,17 @@ bool ListenOnFirstAddress(asio::io_context& io, const std::string& scheme, const
     if (!ec) socket.set_option(asio::socket_base::reuse_address(true), ec);
     if (!ec) socket.bind(typename Protocol::endpoint(endpoint), ec);
     if (!ec) after_bind(socket, ec);
-    if (!ec) *bound_port = PortOf(socket.local_endpoint(ec).data());
+    BoundAddress bound;
+    if (!ec) bound.port = PortOf(socket.local_endpoint(ec).data());
     if (!ec) {
-      *where = scheme + " " + HostPortText(endpoint.address().to_string(), *bound_port);
-      return true;
+      bound.where = scheme + " " + HostPortText(endpoint.address().to_string(), bound.port);
+      return bound;
     }
-    *error = "cannot listen on " + wanted + ": " + ec.message();
+    last = Failure("cannot listen on " + wanted + ": " + ec.message());
   }
   boost::system::error_code ignored;
   socket.close(ignored);
-  if (endpoints.empty()) *error = "cannot listen on " + wanted + ": no address found";
-  return false;
+  return last;
 }
 
 }  // namespace faultline

@@ -109,7 +109,7 @@ class StreamListener::Impl : public std::enable_shared_from_this<StreamListener:
         sweep_(io),
         buffer_(kReadChunkBytes) {}
 
-  bool Open(std::string* error) { return options_.unix_socket ? OpenUnix(error) : OpenTcp(error); }
+  Result<void> Open() { return options_.unix_socket ? OpenUnix() : OpenTcp(); }
 
   void Start() {
     if (!acceptor_.is_open() || stopped_) return;
@@ -150,35 +150,36 @@ class StreamListener::Impl : public std::enable_shared_from_this<StreamListener:
   }
 
  private:
-  bool OpenTcp(std::string* error) {
-    return ListenOnFirstAddress<asio::ip::tcp>(
+  Result<void> OpenTcp() {
+    Result<BoundAddress> bound = ListenOnFirstAddress<asio::ip::tcp>(
         io_, "tcp", options_.host, options_.port, acceptor_,
         [](auto& acceptor, boost::system::error_code& ec) {
           acceptor.listen(asio::socket_base::max_listen_connections, ec);
-        },
-        &port_, &where_, error);
+        });
+    if (!bound.ok()) return bound.errors();
+    port_ = bound.value().port;
+    where_ = std::move(bound).value().where;
+    return {};
   }
 
-  bool OpenUnix(std::string* error) {
-    if (!UnixSocketFile::Prepare(options_.path, SOCK_STREAM, error)) return false;
+  Result<void> OpenUnix() {
+    if (Result<void> free = UnixSocketFile::Prepare(options_.path, SOCK_STREAM); !free.ok()) return free;
     boost::system::error_code ec;
     acceptor_.open(Protocol(asio::local::stream_protocol()), ec);
     if (!ec) {
       acceptor_.bind(Protocol::endpoint(asio::local::stream_protocol::endpoint(options_.path)), ec);
     }
     if (ec) {
-      *error = "cannot listen on " + options_.path + ": " + ec.message();
       boost::system::error_code ignored;
       acceptor_.close(ignored);
-      return false;
+      return Failure("cannot listen on " + options_.path + ": " + ec.message());
     }
-    if (!socket_file_.Adopt(options_.path, options_.mode, error)) return false;
+    if (Result<void> adopted = socket_file_.Adopt(options_.path, options_.mode); !adopted.ok()) {
+      return adopted;
+    }
     acceptor_.listen(asio::socket_base::max_listen_connections, ec);
-    if (ec) {
-      *error = "cannot listen on " + options_.path + ": " + ec.message();
-      return false;
-    }
-    return true;
+    if (ec) return Failure("cannot listen on " + options_.path + ": " + ec.message());
+    return {};
   }
 
   void Accept() {
@@ -370,7 +371,7 @@ StreamListener::StreamListener(asio::io_context& io, StreamListenerOptions optio
 
 StreamListener::~StreamListener() { impl_->Stop(); }
 
-bool StreamListener::Open(std::string* error) { return impl_->Open(error); }
+Result<void> StreamListener::Open() { return impl_->Open(); }
 void StreamListener::Start() { impl_->Start(); }
 void StreamListener::Stop() { impl_->Stop(); }
 uint16_t StreamListener::port() const { return impl_->port(); }

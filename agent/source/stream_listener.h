@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "agent/core/asio.h"
+#include "agent/core/result.h"
 #include "agent/source/socket_peer.h"
 #include "agent/source/source_status.h"
 
@@ -69,8 +70,8 @@ class StreamListener {
   StreamListener(const StreamListener&) = delete;
   StreamListener& operator=(const StreamListener&) = delete;
 
-  // Binds and listens. Load time; false with the reason (address in use, a live socket file).
-  bool Open(std::string* error);
+  // Binds and listens. Load time; an error with the reason (address in use, a live socket file).
+  Result<void> Open();
   // Starts accepting. REQUIRES: Open succeeded.
   void Start();
   // Closes the listener and every connection (each stream gets OnEnd), removes the socket file.

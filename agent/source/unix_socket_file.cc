@@ -14,14 +14,11 @@ namespace {
 std::string Reason() { return std::strerror(errno); }
 
 // Whether something accepts (or receives) on the socket at `path`: connect succeeds. A refused
-// connect means the file outlived its socket.
-bool SomeoneListens(const std::string& path, int socket_type, std::string* error) {
+// connect means the file outlived its socket. An error when something does, or when it cannot tell.
+Result<void> NobodyListens(const std::string& path, int socket_type) {
   // Non-blocking: a live listener with a full backlog must not hang the agent's start.
   const int fd = socket(AF_UNIX, socket_type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) {
-    *error = "cannot check the socket at " + path + ": " + Reason();
-    return true;
-  }
+  if (fd < 0) return Failure("cannot check the socket at " + path + ": " + Reason());
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
   std::memcpy(address.sun_path, path.data(), path.size());
@@ -30,58 +27,51 @@ bool SomeoneListens(const std::string& path, int socket_type, std::string* error
   const int connect_errno = errno;
   close(fd);
   if (connected || connect_errno == EAGAIN) {
-    *error = "cannot listen on " + path + ": another process is listening there";
-    return true;
+    return Failure("cannot listen on " + path + ": another process is listening there");
   }
   if (connect_errno != ECONNREFUSED) {
-    *error = "cannot check the socket at " + path + ": " + std::strerror(connect_errno);
-    return true;
+    return Failure("cannot check the socket at " + path + ": " + std::strerror(connect_errno));
   }
-  return false;
+  return {};
 }
 
 }  // namespace
 
-bool UnixSocketFile::Prepare(const std::string& path, int socket_type, std::string* error) {
+Result<void> UnixSocketFile::Prepare(const std::string& path, int socket_type) {
   if (path.empty() || path.size() >= sizeof(sockaddr_un::sun_path)) {
-    *error = "cannot listen on '" + path + "': a socket path must have 1 to " +
-             std::to_string(sizeof(sockaddr_un::sun_path) - 1) + " bytes";
-    return false;
+    return Failure("cannot listen on '" + path + "': a socket path must have 1 to " +
+                   std::to_string(sizeof(sockaddr_un::sun_path) - 1) + " bytes");
   }
   struct stat st {};
   if (lstat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) return true;
-    *error = "cannot listen on " + path + ": " + Reason();
-    return false;
+    if (errno == ENOENT) return {};
+    return Failure("cannot listen on " + path + ": " + Reason());
   }
   if (!S_ISSOCK(st.st_mode)) {
-    *error = "cannot listen on " + path + ": the path exists and is not a socket (not removed)";
-    return false;
+    return Failure("cannot listen on " + path +
+                   ": the path exists and is not a socket (not removed)");
   }
-  if (SomeoneListens(path, socket_type, error)) return false;
+  if (Result<void> listening = NobodyListens(path, socket_type); !listening.ok()) return listening;
   if (unlink(path.c_str()) != 0 && errno != ENOENT) {
-    *error = "cannot remove the stale socket " + path + ": " + Reason();
-    return false;
+    return Failure("cannot remove the stale socket " + path + ": " + Reason());
   }
-  return true;
+  return {};
 }
 
-bool UnixSocketFile::Adopt(const std::string& path, uint32_t mode, std::string* error) {
+Result<void> UnixSocketFile::Adopt(const std::string& path, uint32_t mode) {
   Remove();
   struct stat st {};
   if (lstat(path.c_str(), &st) != 0) {
-    *error = "cannot find the socket just bound at " + path + ": " + Reason();
-    return false;
+    return Failure("cannot find the socket just bound at " + path + ": " + Reason());
   }
   path_ = path;
   device_ = st.st_dev;
   inode_ = st.st_ino;
   adopted_ = true;
   if (chmod(path.c_str(), static_cast<mode_t>(mode)) != 0) {
-    *error = "cannot set the mode of " + path + ": " + Reason();
-    return false;
+    return Failure("cannot set the mode of " + path + ": " + Reason());
   }
-  return true;
+  return {};
 }
 
 void UnixSocketFile::Remove() {

@@ -10,8 +10,8 @@
 // - Remove, at stop, deletes the file only if the path still names that inode, so an agent that
 //   stops never deletes the socket of one that started after it.
 // The folder must exist (systemd's RuntimeDirectory= makes /run/faultline); it is not created.
-// Load-time errors come back as false with a message naming the path and the OS reason. Not
-// thread-safe; the event loop.
+// Errors come back as a Result<void> whose message names the path and the OS reason. Not thread-safe;
+// the event loop.
 #ifndef FAULTLINE_SOURCE_UNIX_SOCKET_FILE_H_
 #define FAULTLINE_SOURCE_UNIX_SOCKET_FILE_H_
 
@@ -19,6 +19,8 @@
 
 #include <cstdint>
 #include <string>
+
+#include "agent/core/result.h"
 
 namespace faultline {
 
@@ -30,8 +32,8 @@ class UnixSocketFile {
   UnixSocketFile& operator=(const UnixSocketFile&) = delete;
 
   // `socket_type`: SOCK_STREAM or SOCK_DGRAM, the kind of socket about to be bound there.
-  static bool Prepare(const std::string& path, int socket_type, std::string* error);
-  bool Adopt(const std::string& path, uint32_t mode, std::string* error);
+  static Result<void> Prepare(const std::string& path, int socket_type);
+  Result<void> Adopt(const std::string& path, uint32_t mode);
   void Remove();
 
  private:

@@ -49,7 +49,7 @@ bool MeansCorrupt(const DbStatus& status) {
   }
 }
 
-DbStatus Failure(std::string message) { return DbStatus(SQLITE_CANTOPEN, std::move(message)); }
+DbStatus CannotOpen(std::string message) { return DbStatus(SQLITE_CANTOPEN, std::move(message)); }
 
 // "file:/path?immutable=1", with the characters a URI gives a meaning escaped.
 std::string ImmutableUri(const std::string& path) {
@@ -121,7 +121,7 @@ DbStatus StateStore::TakeLock(bool* fatal) {
   const bool can_write = fd >= 0;
   if (fd < 0) fd = open(lock_path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    return Failure("cannot create the lock file " + lock_path + ": " + std::strerror(errno));
+    return CannotOpen("cannot create the lock file " + lock_path + ": " + std::strerror(errno));
   }
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int error = errno;
@@ -129,12 +129,12 @@ DbStatus StateStore::TakeLock(bool* fatal) {
     const ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
     close(fd);
     if (error != EWOULDBLOCK) {
-      return Failure("cannot lock " + lock_path + ": " + std::strerror(error));
+      return CannotOpen("cannot lock " + lock_path + ": " + std::strerror(error));
     }
     *fatal = true;
     std::string holder = n > 0 ? std::string(pid, static_cast<size_t>(n)) : "";
     while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
-    return Failure("state.dir " + dir_ + " is in use by another faultline" +
+    return CannotOpen("state.dir " + dir_ + " is in use by another faultline" +
                    (holder.empty() ? "" : " (pid " + holder + ")") +
                    "; two agents on one state.dir would count every line twice. Stop the "
                    "other agent, or give this one a state.dir of its own");
@@ -174,7 +174,7 @@ DbStatus StateStore::CheckVersions(SqliteDb& db, bool* fatal) {
   if (DbStatus s = db.QueryInt("PRAGMA user_version", &store_version); !s.ok()) return s;
   if (store_version > kStoreVersion) {
     *fatal = true;
-    return Failure("the state file has layout version " + std::to_string(store_version) +
+    return CannotOpen("the state file has layout version " + std::to_string(store_version) +
                    ", written by a newer faultline; this one knows up to " +
                    std::to_string(kStoreVersion) +
                    " and will not touch it. Run the newer faultline, or move the file away to "
@@ -194,7 +194,7 @@ DbStatus StateStore::CheckVersions(SqliteDb& db, bool* fatal) {
     auto it = saved.find(p->component());
     if (it != saved.end() && it->second > p->schema_version()) {
       *fatal = true;
-      return Failure("the state file's '" + std::string(p->component()) +
+      return CannotOpen("the state file's '" + std::string(p->component()) +
                      "' tables are at version " + std::to_string(it->second) +
                      ", written by a newer faultline; this one knows up to " +
                      std::to_string(p->schema_version()) +
@@ -208,17 +208,17 @@ DbStatus StateStore::CheckVersions(SqliteDb& db, bool* fatal) {
 DbStatus StateStore::OpenForWriting(bool load, bool* fatal) {
   std::error_code ec;
   fs::create_directories(dir_, ec);
-  if (ec) return Failure("cannot create state.dir " + dir_ + ": " + ec.message());
+  if (ec) return CannotOpen("cannot create state.dir " + dir_ + ": " + ec.message());
   if (DbStatus s = TakeLock(fatal); !s.ok()) return s;
 
   struct stat st {};
   if (stat(path_.c_str(), &st) == 0 && st.st_size == 0 && !MoveAside("the file is empty")) {
-    return Failure(path_ + " is empty and cannot be moved aside");
+    return CannotOpen(path_ + " is empty and cannot be moved aside");
   }
   for (int attempt = 0;; ++attempt) {
     if (DbStatus s = SqliteDb::Open(path_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &db_);
         !s.ok()) {
-      return Failure("cannot open " + path_ + ": " + s.ToString());
+      return CannotOpen("cannot open " + path_ + ": " + s.ToString());
     }
     // quick_check reads every page (not the index cross-checks of integrity_check): a truncated
     // or overwritten file fails it, or fails to be read at all.
@@ -233,12 +233,12 @@ DbStatus StateStore::OpenForWriting(bool load, bool* fatal) {
     if (s.ok() && verdict == "ok") break;
     if (!s.ok() && !MeansCorrupt(s)) {
       db_.Close();
-      return Failure("cannot read " + path_ + ": " + s.ToString());
+      return CannotOpen("cannot read " + path_ + ": " + s.ToString());
     }
     const std::string why = s.ok() ? "integrity check: " + verdict : s.ToString();
     if (attempt > 0 || !MoveAside(why)) {
       db_.Close();
-      return Failure(path_ + " is unusable: " + why);
+      return CannotOpen(path_ + " is unusable: " + why);
     }
   }
   if (DbStatus s = CheckVersions(db_, fatal); !s.ok()) {
@@ -255,7 +255,7 @@ DbStatus StateStore::OpenForWriting(bool load, bool* fatal) {
   mode = SqliteStatement();
   if (journal != "wal") {
     db_.Close();
-    return Failure("cannot put " + path_ + " in WAL mode (journal mode '" + journal + "')");
+    return CannotOpen("cannot put " + path_ + " in WAL mode (journal mode '" + journal + "')");
   }
   if (DbStatus s = db_.Exec("PRAGMA synchronous=NORMAL"); !s.ok()) return s;
   if (DbStatus s = Migrate(); !s.ok()) {
@@ -367,7 +367,7 @@ StateStore::Batch StateStore::Collect() {
 }
 
 DbStatus StateStore::Write(Batch& batch) {
-  if (!writable_) return Failure(unavailable_reason_);
+  if (!writable_) return CannotOpen(unavailable_reason_);
   if (batch.parts.empty()) return DbStatus();
   if (DbStatus s = db_.Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
   for (const std::unique_ptr<CheckpointPart>& part : batch.parts) {
@@ -390,7 +390,7 @@ void StateStore::Committed(Batch& batch) {
 
 DbStatus StateStore::Checkpoint() {
   Batch batch = Collect();
-  if (!writable_) return Failure(unavailable_reason_);
+  if (!writable_) return CannotOpen(unavailable_reason_);
   DbStatus status = Write(batch);
   if (status.ok()) Committed(batch);
   return status;

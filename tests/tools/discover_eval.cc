@@ -216,10 +216,10 @@ bool ScanWithDiscovery(const std::string& path, const std::shared_ptr<const Rule
     std::cerr << "discover_eval: cannot open " << path << "\n";
     return false;
   }
-  std::string error;
-  const bool ok = ScanFd(fd, path, rules, scratch, 1 << 20, report, nullptr, &error, &discovery);
+  const Result<void> scanned = ScanFd(fd, path, rules, scratch, 1 << 20, report, nullptr, &discovery);
   close(fd);
-  if (!ok) std::cerr << "discover_eval: " << error << "\n";
+  const bool ok = scanned.ok();
+  if (!ok) std::cerr << "discover_eval: " << JoinErrors(scanned.errors()) << "\n";
   result.lines = report.lines();
   result.templates = discovery.size();
   discovery.SetObserver(nullptr);

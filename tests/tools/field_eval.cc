@@ -83,10 +83,10 @@ bool Scan(const std::string& path, const std::shared_ptr<const RuleSet>& rules,
     std::cerr << "field_eval: cannot open " << path << "\n";
     return false;
   }
-  std::string error;
-  const bool ok = ScanFd(fd, path, rules, scratch, 1 << 20, report, nullptr, &error, &discovery);
+  const Result<void> scanned = ScanFd(fd, path, rules, scratch, 1 << 20, report, nullptr, &discovery);
   close(fd);
-  if (!ok) std::cerr << "field_eval: " << error << "\n";
+  const bool ok = scanned.ok();
+  if (!ok) std::cerr << "field_eval: " << JoinErrors(scanned.errors()) << "\n";
   result.lines = report.lines();
   result.templates = discovery.size();
   result.hits = std::move(report.hits);

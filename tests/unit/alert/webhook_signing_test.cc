@@ -7,25 +7,22 @@ namespace {
 
 TEST(WebhookSigningTest, StandardWebhooksSpecVector) {
   // standard-webhooks libraries/python/tests/test_webhooks.py (docs/alerting.md section 6.2).
-  std::string why;
-  const auto key = ParseWebhookSecret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", &why);
-  ASSERT_TRUE(key.has_value()) << why;
+  const Result<std::string> parsed = ParseWebhookSecret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw");
+  ASSERT_TRUE(parsed.ok()) << FormatErrors(parsed.errors());
   EXPECT_EQ("v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=",
-            StandardWebhookSignature(*key, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330,
+            StandardWebhookSignature(parsed.value(), "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330,
                                      R"({"test": 2432232314})"));
 }
 
 TEST(WebhookSigningTest, TheSecretPrefixIsOptional) {
-  std::string why;
-  EXPECT_EQ(ParseWebhookSecret("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", &why),
-            ParseWebhookSecret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", &why));
+  EXPECT_EQ(ParseWebhookSecret("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").value(),
+            ParseWebhookSecret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").value());
 }
 
 TEST(WebhookSigningTest, TwoSecretsDuringRotationGiveTwoEntries) {
-  std::string why;
-  const std::string old_key = *ParseWebhookSecret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", &why);
-  const std::string new_key = *ParseWebhookSecret(
-      "whsec_" + Base64Encode("0123456789abcdef0123456789abcdef"), &why);
+  const std::string old_key = ParseWebhookSecret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").value();
+  const std::string new_key =
+      ParseWebhookSecret("whsec_" + Base64Encode("0123456789abcdef0123456789abcdef")).value();
   const std::string header = StandardWebhookSignatureHeader(
       {old_key, new_key}, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, R"({"test": 2432232314})");
   EXPECT_EQ("v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE= " +
@@ -36,11 +33,12 @@ TEST(WebhookSigningTest, TwoSecretsDuringRotationGiveTwoEntries) {
 }
 
 TEST(WebhookSigningTest, SecretsThatDoNotDecodeOrAreTooShortAreRefused) {
-  std::string why;
-  EXPECT_FALSE(ParseWebhookSecret("whsec_not base64!", &why).has_value());
-  EXPECT_NE(why.find("base64"), std::string::npos);
-  EXPECT_FALSE(ParseWebhookSecret("whsec_" + Base64Encode("short"), &why).has_value());
-  EXPECT_NE(why.find("24..64"), std::string::npos);
+  const Result<std::string> not_base64 = ParseWebhookSecret("whsec_not base64!");
+  ASSERT_FALSE(not_base64.ok());
+  EXPECT_NE(not_base64.errors().front().message.find("base64"), std::string::npos);
+  const Result<std::string> short_key = ParseWebhookSecret("whsec_" + Base64Encode("short"));
+  ASSERT_FALSE(short_key.ok());
+  EXPECT_NE(short_key.errors().front().message.find("24..64"), std::string::npos);
 }
 
 TEST(WebhookSigningTest, GithubVector) {

@@ -86,8 +86,7 @@ class HttpServerTest : public ::testing::Test {
     server_->AddRoute({.path = "/throws", .handler = [](const HttpRequest&) -> HttpResponse {
                          throw std::runtime_error("boom");
                        }});
-    std::string error;
-    ASSERT_TRUE(server_->Listen(address, 0, &error)) << error;
+    ASSERT_EQ("", JoinErrors(server_->Listen(address, 0).errors()));
     ASSERT_NE(0, server_->port());
     address_ = address;
     stopped_ = done_.get_future();
@@ -645,23 +644,23 @@ TEST_F(HttpServerTest, StopClosesOpenConnectionsAndRunReturns) {
 TEST(HttpServerListenTest, AddressInUseNamesTheAddressAndTheReason) {
   asio::io_context io;
   HttpServer first(io);
-  std::string error;
-  ASSERT_TRUE(first.Listen("127.0.0.1", 0, &error)) << error;
+  ASSERT_EQ("", JoinErrors(first.Listen("127.0.0.1", 0).errors()));
   HttpServer second(io);
-  EXPECT_FALSE(second.Listen("127.0.0.1", first.port(), &error));
+  const Result<void> refused = second.Listen("127.0.0.1", first.port());
+  ASSERT_FALSE(refused.ok());
   EXPECT_EQ(
       "cannot listen on 127.0.0.1:" + std::to_string(first.port()) + ": Address already in use",
-      error);
+      JoinErrors(refused.errors()));
   EXPECT_EQ(0, second.port());
 }
 
 TEST(HttpServerListenTest, AddressNotOnThisHostFails) {
   asio::io_context io;
   HttpServer server(io);
-  std::string error;
   // 192.0.2.0/24 is reserved for documentation (RFC 5737): never a local address.
-  EXPECT_FALSE(server.Listen("192.0.2.1", 0, &error));
-  EXPECT_THAT(error, HasSubstr("cannot listen on 192.0.2.1:0: "));
+  const Result<void> refused = server.Listen("192.0.2.1", 0);
+  EXPECT_FALSE(refused.ok());
+  EXPECT_THAT(JoinErrors(refused.errors()), HasSubstr("cannot listen on 192.0.2.1:0: "));
 }
 
 TEST(HttpServerListenTest, IPv6LoopbackListensOrSaysWhyNot) {
@@ -669,11 +668,11 @@ TEST(HttpServerListenTest, IPv6LoopbackListensOrSaysWhyNot) {
   // and the reason rather than fail silently.
   asio::io_context io;
   HttpServer server(io);
-  std::string error;
-  if (server.Listen("::1", 0, &error)) {
+  const Result<void> listening = server.Listen("::1", 0);
+  if (listening.ok()) {
     EXPECT_NE(0, server.port());
   } else {
-    EXPECT_THAT(error, HasSubstr("::1"));
+    EXPECT_THAT(JoinErrors(listening.errors()), HasSubstr("::1"));
   }
 }
 

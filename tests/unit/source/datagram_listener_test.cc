@@ -38,8 +38,7 @@ TEST_F(DatagramListenerTest, UdpDatagramsGoToOneStreamPerPeerEachEndingALine) {
   DatagramListenerOptions options;
   options.host = "127.0.0.1";
   DatagramListener listener(io_, options, recorder_.ForPeers());
-  std::string error;
-  ASSERT_TRUE(listener.Open(&error)) << error;
+  ASSERT_EQ("", JoinErrors(listener.Open().errors()));
   listener.Start();
   Client a = Client::Udp(listener.port());
   Client b = Client::Udp(listener.port());
@@ -59,8 +58,7 @@ TEST_F(DatagramListenerTest, BeyondMaxPeersTheOneHeardFromLeastRecentlyEnds) {
   options.host = "127.0.0.1";
   options.max_peers = 2;
   DatagramListener listener(io_, options, recorder_.ForPeers());
-  std::string error;
-  ASSERT_TRUE(listener.Open(&error)) << error;
+  ASSERT_EQ("", JoinErrors(listener.Open().errors()));
   listener.Start();
   Client a = Client::Udp(listener.port());
   Client b = Client::Udp(listener.port());
@@ -85,8 +83,7 @@ TEST_F(DatagramListenerTest, UnixDatagramSendersAreToldApartByPathOrPid) {
   options.path = (dir_ / "dgram.sock").string();
   options.mode = 0620;
   DatagramListener listener(io_, options, recorder_.ForPeers());
-  std::string error;
-  ASSERT_TRUE(listener.Open(&error)) << error;
+  ASSERT_EQ("", JoinErrors(listener.Open().errors()));
   listener.Start();
   struct stat st {};
   ASSERT_EQ(0, stat(options.path.c_str(), &st));

@@ -3,6 +3,7 @@
 #include "agent/source/fifo_reader.h"
 
 #include <fcntl.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -23,6 +24,7 @@ namespace faultline {
 namespace {
 
 namespace fs = std::filesystem;
+using ::testing::HasSubstr;
 using testing::RunUntil;
 
 class ReaderTest : public ::testing::Test {
@@ -176,8 +178,7 @@ TEST_F(ReaderTest, FifoIsCreatedAndFollowedAcrossWritersAsOneStream) {
   const fs::path path = dir_ / "train.fifo";
   Recorder recorder;
   FifoReader fifo(io_, path.string(), std::chrono::seconds(60), recorder.Factory());
-  std::string error;
-  ASSERT_TRUE(fifo.Start(&error)) << error;
+  ASSERT_EQ("", JoinErrors(fifo.Start().errors()));
   EXPECT_TRUE(fifo.created());
   struct stat st {};
   ASSERT_EQ(0, stat(path.c_str(), &st));
@@ -220,8 +221,7 @@ TEST_F(ReaderTest, FifoWriterThatWasThereFirstEndsItsLineWhenQuiet) {
   ASSERT_GE(writer, 0);
   Recorder recorder;
   FifoReader fifo(io_, path.string(), std::chrono::milliseconds(50), recorder.Factory());
-  std::string error;
-  ASSERT_TRUE(fifo.Start(&error)) << error;
+  ASSERT_EQ("", JoinErrors(fifo.Start().errors()));
   EXPECT_FALSE(fifo.created());
   ASSERT_EQ(7, write(writer, "partial", 7));
   ASSERT_TRUE(RunUntil(io_, [&] { return recorder.streams[0]->bytes == "partial"; }));
@@ -235,10 +235,8 @@ TEST_F(ReaderTest, PathThatIsNotAFifoIsRefusedAndKept) {
   std::ofstream(path) << "keep me\n";
   Recorder recorder;
   FifoReader fifo(io_, path.string(), std::chrono::seconds(60), recorder.Factory());
-  std::string error;
-  EXPECT_FALSE(fifo.Start(&error));
   EXPECT_EQ(path.string() + " is not a named pipe; remove it, or let the agent create the pipe",
-            error);
+            JoinErrors(fifo.Start().errors()));
   std::ifstream in(path);
   std::string kept;
   std::getline(in, kept);
@@ -249,10 +247,9 @@ TEST_F(ReaderTest, FifoInAMissingFolderIsReported) {
   Recorder recorder;
   FifoReader fifo(io_, (dir_ / "no" / "such.fifo").string(), std::chrono::seconds(60),
                   recorder.Factory());
-  std::string error;
-  EXPECT_FALSE(fifo.Start(&error));
-  EXPECT_NE(std::string::npos, error.find("cannot create the named pipe")) << error;
-  EXPECT_NE(std::string::npos, error.find("No such file or directory")) << error;
+  const std::string error = JoinErrors(fifo.Start().errors());
+  EXPECT_THAT(error, HasSubstr("cannot create the named pipe"));
+  EXPECT_THAT(error, HasSubstr("No such file or directory"));
 }
 
 }  // namespace

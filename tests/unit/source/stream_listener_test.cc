@@ -54,8 +54,7 @@ class StreamListenerTest : public ::testing::Test {
 
 TEST_F(StreamListenerTest, EachTcpConnectionIsAStreamNamedByItsPeer) {
   StreamListener listener(io_, Tcp(), recorder_.ForPeers());
-  std::string error;
-  ASSERT_TRUE(listener.Open(&error)) << error;
+  ASSERT_EQ("", JoinErrors(listener.Open().errors()));
   ASSERT_NE(0, listener.port());
   listener.Start();
   Client a = Client::Tcp(listener.port());
@@ -78,13 +77,12 @@ TEST_F(StreamListenerTest, EachTcpConnectionIsAStreamNamedByItsPeer) {
 
 TEST_F(StreamListenerTest, AnAddressInUseIsALoadTimeError) {
   StreamListener first(io_, Tcp(), recorder_.ForPeers());
-  std::string error;
-  ASSERT_TRUE(first.Open(&error)) << error;
+  ASSERT_EQ("", JoinErrors(first.Open().errors()));
   StreamListenerOptions same = Tcp();
   same.port = first.port();
   StreamListener second(io_, same, recorder_.ForPeers());
-  EXPECT_FALSE(second.Open(&error));
-  EXPECT_THAT(error, HasSubstr("cannot listen on tcp 127.0.0.1:" + std::to_string(first.port())));
+  EXPECT_THAT(JoinErrors(second.Open().errors()),
+              HasSubstr("cannot listen on tcp 127.0.0.1:" + std::to_string(first.port())));
 }
 
 TEST_F(StreamListenerTest, UnixSocketReplacesAStaleFileTakesItsModeAndIsRemovedAtStop) {
@@ -96,8 +94,7 @@ TEST_F(StreamListenerTest, UnixSocketReplacesAStaleFileTakesItsModeAndIsRemovedA
   {
     // A socket file left by a process that died: bound, never listening any more.
     StreamListener dead(io_, options, recorder_.ForPeers());
-    std::string error;
-    ASSERT_TRUE(dead.Open(&error)) << error;
+    ASSERT_EQ("", JoinErrors(dead.Open().errors()));
     ASSERT_EQ(0, link(options.path.c_str(), (dir_ / "kept").c_str()));
   }
   ASSERT_FALSE(fs::exists(options.path));                               // Stop removed it...
@@ -105,8 +102,7 @@ TEST_F(StreamListenerTest, UnixSocketReplacesAStaleFileTakesItsModeAndIsRemovedA
   ASSERT_TRUE(fs::is_socket(options.path));
 
   StreamListener listener(io_, options, recorder_.ForPeers());
-  std::string error;
-  ASSERT_TRUE(listener.Open(&error)) << error;
+  ASSERT_EQ("", JoinErrors(listener.Open().errors()));
   listener.Start();
   struct stat st {};
   ASSERT_EQ(0, stat(options.path.c_str(), &st));
@@ -121,8 +117,7 @@ TEST_F(StreamListenerTest, UnixSocketReplacesAStaleFileTakesItsModeAndIsRemovedA
 
   // A second listener on the same live path must not take it over.
   StreamListener intruder(io_, options, recorder_.ForPeers());
-  EXPECT_FALSE(intruder.Open(&error));
-  EXPECT_THAT(error, HasSubstr("another process is listening there"));
+  EXPECT_THAT(JoinErrors(intruder.Open().errors()), HasSubstr("another process is listening there"));
 
   listener.Stop();
   EXPECT_FALSE(fs::exists(options.path));
@@ -132,9 +127,7 @@ TEST_F(StreamListenerTest, AFileThatIsNotASocketIsNeverRemoved) {
   const StreamListenerOptions options = Unix("important.txt");
   std::ofstream(options.path) << "keep me";
   StreamListener listener(io_, options, recorder_.ForPeers());
-  std::string error;
-  EXPECT_FALSE(listener.Open(&error));
-  EXPECT_THAT(error, HasSubstr("is not a socket"));
+  EXPECT_THAT(JoinErrors(listener.Open().errors()), HasSubstr("is not a socket"));
   EXPECT_TRUE(fs::is_regular_file(options.path));
 }
 
@@ -143,8 +136,7 @@ TEST_F(StreamListenerTest, AtTheCapANewcomerIsRefusedWhileEveryConnectionIsActiv
   options.max_connections = 2;
   options.evictable_after = std::chrono::hours(1);
   StreamListener listener(io_, options, recorder_.ForPeers());
-  std::string error;
-  ASSERT_TRUE(listener.Open(&error)) << error;
+  ASSERT_EQ("", JoinErrors(listener.Open().errors()));
   listener.Start();
   Client a = Client::Tcp(listener.port());
   Client b = Client::Tcp(listener.port());
@@ -165,8 +157,7 @@ TEST_F(StreamListenerTest, AtTheCapTheConnectionSilentLongestGivesWay) {
   options.max_connections = 2;
   options.evictable_after = std::chrono::milliseconds(100);
   StreamListener listener(io_, options, recorder_.ForPeers());
-  std::string error;
-  ASSERT_TRUE(listener.Open(&error)) << error;
+  ASSERT_EQ("", JoinErrors(listener.Open().errors()));
   listener.Start();
   Client silent = Client::Tcp(listener.port());
   ASSERT_TRUE(RunUntil(io_, [&] { return listener.connections() == 1; }));
@@ -193,8 +184,7 @@ TEST_F(StreamListenerTest, QuietThenIdleTimeout) {
   options.quiet_after = std::chrono::milliseconds(50);
   options.idle_timeout = std::chrono::milliseconds(300);
   StreamListener listener(io_, options, recorder_.ForPeers());
-  std::string error;
-  ASSERT_TRUE(listener.Open(&error)) << error;
+  ASSERT_EQ("", JoinErrors(listener.Open().errors()));
   listener.Start();
   Client client = Client::Tcp(listener.port());
   ASSERT_TRUE(client.Send("partial"));
@@ -214,8 +204,7 @@ TEST_F(StreamListenerTest, AFloodingPeerDoesNotStarveAnother) {
   StreamListenerOptions options = Tcp();
   options.read_budget = 64 * 1024;
   StreamListener listener(io_, options, recorder_.ForPeers());
-  std::string error;
-  ASSERT_TRUE(listener.Open(&error)) << error;
+  ASSERT_EQ("", JoinErrors(listener.Open().errors()));
   listener.Start();
   Client flood = Client::Tcp(listener.port());
   ASSERT_TRUE(RunUntil(io_, [&] { return listener.connections() == 1; }));
