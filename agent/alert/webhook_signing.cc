@@ -64,8 +64,9 @@ Result<std::string> ParseWebhookSecret(std::string_view secret) {
     return Failure("a webhook secret is 'whsec_' followed by base64; this one does not decode");
   }
   if (key->size() < kMinSecretBytes || key->size() > kMaxSecretBytes) {
-    return Failure("a webhook secret must decode to 24..64 bytes (Standard Webhooks); this one is " +
-                   std::to_string(key->size()));
+    return Failure(
+        "a webhook secret must decode to 24..64 bytes (Standard Webhooks); this one is " +
+        std::to_string(key->size()));
   }
   return std::move(*key);
 }

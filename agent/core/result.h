@@ -2,8 +2,8 @@
 // versions), the CLI, and what starts the daemon (sources opening their files and sockets, the
 // HTTP server binding, the state store opening). There is one style: a function that makes a T
 // returns Result<T>, one that only acts returns Result<void>; none takes an error
-// out-parameter. The one typed exception is state/sqlite.h's DbStatus, which carries SQLite's result
-// code because callers branch on it (a full disk is handled, not reported).
+// out-parameter. The one typed exception is state/sqlite.h's DbStatus, which carries SQLite's
+// result code because callers branch on it (a full disk is handled, not reported).
 //
 // An Error names where the problem is (file, line, rule id, key) and what it is, so that a user can
 // go straight to the offending line. Loaders collect every Error of one load in an ErrorList and
@@ -61,8 +61,8 @@ class Result {
 template <>
 class [[nodiscard]] Result<void> {
  public:
-  Result() = default;                                 // ok
-  Result(Error error) : errors_{std::move(error)} {}  // NOLINT: implicit by design
+  Result() = default;                                       // ok
+  Result(Error error) : errors_{std::move(error)} {}        // NOLINT: implicit by design
   Result(ErrorList errors) : errors_(std::move(errors)) {}  // NOLINT
 
   bool ok() const { return errors_.empty(); }

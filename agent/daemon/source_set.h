@@ -21,9 +21,9 @@
 #include <utility>
 #include <vector>
 
-#include "agent/daemon/sources.h"
 #include "agent/config/config.h"
 #include "agent/core/result.h"
+#include "agent/daemon/sources.h"
 
 namespace faultline {
 

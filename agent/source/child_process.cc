@@ -105,7 +105,7 @@ Result<void> ChildProcess::Spawn(const ChildSpec& spec) {
     }
   };
   Result<void> opened = spec.stdout_pty ? OpenPty(spec.window_size_from, &out_read, &out_write)
-                                         : OpenPipe(&out_read, &out_write);
+                                        : OpenPipe(&out_read, &out_write);
   if (opened.ok() && !spec.shared_pty) {
     opened = spec.stderr_pty ? OpenPty(spec.window_size_from, &err_read, &err_write)
                              : OpenPipe(&err_read, &err_write);

@@ -59,7 +59,8 @@ class DatagramListener::Impl : public std::enable_shared_from_this<DatagramListe
         buffer_(kMaxDatagramBytes + 1) {}
 
   Result<void> Open() {
-    if (Result<void> opened = options_.unix_socket ? OpenUnix() : OpenUdp(); !opened.ok()) return opened;
+    if (Result<void> opened = options_.unix_socket ? OpenUnix() : OpenUdp(); !opened.ok())
+      return opened;
     // Past net.core.rmem_max only with CAP_NET_ADMIN (SO_RCVBUFFORCE); else what the limit allows.
     const int bytes = kReceiveBufferBytes;
     if (setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof(bytes)) !=
@@ -117,9 +118,9 @@ class DatagramListener::Impl : public std::enable_shared_from_this<DatagramListe
   };
 
   Result<void> OpenUdp() {
-    Result<BoundAddress> bound = ListenOnFirstAddress<asio::ip::udp>(
-        io_, "udp", options_.host, options_.port, socket_,
-        [](auto&, boost::system::error_code&) {});
+    Result<BoundAddress> bound =
+        ListenOnFirstAddress<asio::ip::udp>(io_, "udp", options_.host, options_.port, socket_,
+                                            [](auto&, boost::system::error_code&) {});
     if (!bound.ok()) return bound.errors();
     port_ = bound.value().port;
     where_ = std::move(bound).value().where;
@@ -127,7 +128,8 @@ class DatagramListener::Impl : public std::enable_shared_from_this<DatagramListe
   }
 
   Result<void> OpenUnix() {
-    if (Result<void> free = UnixSocketFile::Prepare(options_.path, SOCK_DGRAM); !free.ok()) return free;
+    if (Result<void> free = UnixSocketFile::Prepare(options_.path, SOCK_DGRAM); !free.ok())
+      return free;
     boost::system::error_code ec;
     socket_.open(DatagramProtocol(asio::local::datagram_protocol()), ec);
     if (!ec) {

@@ -88,7 +88,8 @@ void FifoReader::OnWritersGone(const std::string& error) {
     Stop();
     return;
   }
-  Read(fd.value());  // destroys the old reader, which closes the old descriptor now that fd holds the pipe
+  Read(fd.value());  // destroys the old reader, which closes the old descriptor now that fd holds
+                     // the pipe
 }
 
 void FifoReader::Stop() {

@@ -163,7 +163,8 @@ class StreamListener::Impl : public std::enable_shared_from_this<StreamListener:
   }
 
   Result<void> OpenUnix() {
-    if (Result<void> free = UnixSocketFile::Prepare(options_.path, SOCK_STREAM); !free.ok()) return free;
+    if (Result<void> free = UnixSocketFile::Prepare(options_.path, SOCK_STREAM); !free.ok())
+      return free;
     boost::system::error_code ec;
     acceptor_.open(Protocol(asio::local::stream_protocol()), ec);
     if (!ec) {

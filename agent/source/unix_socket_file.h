@@ -10,8 +10,8 @@
 // - Remove, at stop, deletes the file only if the path still names that inode, so an agent that
 //   stops never deletes the socket of one that started after it.
 // The folder must exist (systemd's RuntimeDirectory= makes /run/faultline); it is not created.
-// Errors come back as a Result<void> whose message names the path and the OS reason. Not thread-safe;
-// the event loop.
+// Errors come back as a Result<void> whose message names the path and the OS reason. Not
+// thread-safe; the event loop.
 #ifndef FAULTLINE_SOURCE_UNIX_SOCKET_FILE_H_
 #define FAULTLINE_SOURCE_UNIX_SOCKET_FILE_H_
 

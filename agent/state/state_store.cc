@@ -135,9 +135,9 @@ DbStatus StateStore::TakeLock(bool* fatal) {
     std::string holder = n > 0 ? std::string(pid, static_cast<size_t>(n)) : "";
     while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
     return CannotOpen("state.dir " + dir_ + " is in use by another faultline" +
-                   (holder.empty() ? "" : " (pid " + holder + ")") +
-                   "; two agents on one state.dir would count every line twice. Stop the "
-                   "other agent, or give this one a state.dir of its own");
+                      (holder.empty() ? "" : " (pid " + holder + ")") +
+                      "; two agents on one state.dir would count every line twice. Stop the "
+                      "other agent, or give this one a state.dir of its own");
   }
   if (can_write) {
     const std::string pid = std::to_string(getpid()) + "\n";
@@ -175,10 +175,10 @@ DbStatus StateStore::CheckVersions(SqliteDb& db, bool* fatal) {
   if (store_version > kStoreVersion) {
     *fatal = true;
     return CannotOpen("the state file has layout version " + std::to_string(store_version) +
-                   ", written by a newer faultline; this one knows up to " +
-                   std::to_string(kStoreVersion) +
-                   " and will not touch it. Run the newer faultline, or move the file away to "
-                   "start with no saved state");
+                      ", written by a newer faultline; this one knows up to " +
+                      std::to_string(kStoreVersion) +
+                      " and will not touch it. Run the newer faultline, or move the file away to "
+                      "start with no saved state");
   }
   if (store_version == 0) return DbStatus();
   SqliteStatement versions;
@@ -194,12 +194,12 @@ DbStatus StateStore::CheckVersions(SqliteDb& db, bool* fatal) {
     auto it = saved.find(p->component());
     if (it != saved.end() && it->second > p->schema_version()) {
       *fatal = true;
-      return CannotOpen("the state file's '" + std::string(p->component()) +
-                     "' tables are at version " + std::to_string(it->second) +
-                     ", written by a newer faultline; this one knows up to " +
-                     std::to_string(p->schema_version()) +
-                     " and will not touch them. Run the newer faultline, or move the file away to "
-                     "start with no saved state");
+      return CannotOpen(
+          "the state file's '" + std::string(p->component()) + "' tables are at version " +
+          std::to_string(it->second) + ", written by a newer faultline; this one knows up to " +
+          std::to_string(p->schema_version()) +
+          " and will not touch them. Run the newer faultline, or move the file away to "
+          "start with no saved state");
     }
   }
   return DbStatus();

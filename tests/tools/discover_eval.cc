@@ -216,7 +216,8 @@ bool ScanWithDiscovery(const std::string& path, const std::shared_ptr<const Rule
     std::cerr << "discover_eval: cannot open " << path << "\n";
     return false;
   }
-  const Result<void> scanned = ScanFd(fd, path, rules, scratch, 1 << 20, report, nullptr, &discovery);
+  const Result<void> scanned =
+      ScanFd(fd, path, rules, scratch, 1 << 20, report, nullptr, &discovery);
   close(fd);
   const bool ok = scanned.ok();
   if (!ok) std::cerr << "discover_eval: " << JoinErrors(scanned.errors()) << "\n";

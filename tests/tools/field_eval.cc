@@ -83,7 +83,8 @@ bool Scan(const std::string& path, const std::shared_ptr<const RuleSet>& rules,
     std::cerr << "field_eval: cannot open " << path << "\n";
     return false;
   }
-  const Result<void> scanned = ScanFd(fd, path, rules, scratch, 1 << 20, report, nullptr, &discovery);
+  const Result<void> scanned =
+      ScanFd(fd, path, rules, scratch, 1 << 20, report, nullptr, &discovery);
   close(fd);
   const bool ok = scanned.ok();
   if (!ok) std::cerr << "field_eval: " << JoinErrors(scanned.errors()) << "\n";

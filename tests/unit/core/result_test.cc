@@ -23,10 +23,12 @@ TEST(ResultVoidTest, AnEmptyErrorListIsOk) {
 }
 
 TEST(ResultVoidTest, ErrorsJoinOnOneLineOrOnePerLine) {
-  const ErrorList errors = {
-      Error{.file = "faultline.yaml", .line = 12, .rule_id = "", .key = "alerts.receivers[0].url",
-            .message = "must be http or https"},
-      Failure("cannot open /var/log/app.log: Permission denied")};
+  const ErrorList errors = {Error{.file = "faultline.yaml",
+                                  .line = 12,
+                                  .rule_id = "",
+                                  .key = "alerts.receivers[0].url",
+                                  .message = "must be http or https"},
+                            Failure("cannot open /var/log/app.log: Permission denied")};
   EXPECT_EQ(
       "faultline.yaml:12: key 'alerts.receivers[0].url': must be http or https; cannot open "
       "/var/log/app.log: Permission denied",

@@ -117,7 +117,8 @@ TEST_F(StreamListenerTest, UnixSocketReplacesAStaleFileTakesItsModeAndIsRemovedA
 
   // A second listener on the same live path must not take it over.
   StreamListener intruder(io_, options, recorder_.ForPeers());
-  EXPECT_THAT(JoinErrors(intruder.Open().errors()), HasSubstr("another process is listening there"));
+  EXPECT_THAT(JoinErrors(intruder.Open().errors()),
+              HasSubstr("another process is listening there"));
 
   listener.Stop();
   EXPECT_FALSE(fs::exists(options.path));
