@@ -24,8 +24,8 @@ std::string HostName() {
 
 Result<std::unique_ptr<Alerting>> Alerting::Create(asio::io_context& io, const Config& config,
                                                    const std::vector<Rule>& rules,
-                                                   prometheus::Registry& registry,
-                                                   bool store_backed, WallClock clock) {
+                                                   AlertMetrics& metrics, bool store_backed,
+                                                   WallClock clock) {
   ErrorList errors;
   Result<std::vector<Receiver>> receivers = Receiver::Build(config.alerts, config.file);
   if (!receivers.ok()) errors = receivers.errors();
@@ -35,13 +35,13 @@ Result<std::unique_ptr<Alerting>> Alerting::Create(asio::io_context& io, const C
   if (!errors.empty()) return errors;
   Result<std::unique_ptr<VersionWatcher>> watcher = VersionWatcher::Build(versions.value(), rules);
   if (!watcher.ok()) return watcher.errors();
-  return std::unique_ptr<Alerting>(new Alerting(io, config, rules, registry, store_backed,
+  return std::unique_ptr<Alerting>(new Alerting(io, config, rules, metrics, store_backed,
                                                 std::move(clock), std::move(receivers).value(),
                                                 std::move(watcher).value()));
 }
 
 Alerting::Alerting(asio::io_context& io, const Config& config, const std::vector<Rule>& rules,
-                   prometheus::Registry& registry, bool store_backed, WallClock clock,
+                   AlertMetrics& metrics, bool store_backed, WallClock clock,
                    std::vector<Receiver> receivers, std::unique_ptr<VersionWatcher> watcher)
     : io_(io),
       config_(config),
@@ -58,49 +58,14 @@ Alerting::Alerting(asio::io_context& io, const Config& config, const std::vector
       group_timer_(io),
       dispatch_timer_(io),
       tick_timer_(io),
-      random_(std::random_device{}()) {
+      random_(std::random_device{}()),
+      metrics_(metrics) {
   for (const Rule& rule : rules) rules_.emplace(rule.id, &rule);
   std::vector<OutboxTarget> targets;
   for (const Receiver& r : receivers_) targets.push_back(r.outbox_target());
   outbox_ = std::make_unique<Outbox>(std::move(targets), store_backed_);
 
-  events_total_ = &prometheus::BuildCounter()
-                       .Name("faultline_alert_events_total")
-                       .Help("Lifecycle events raised, by kind (muted ones included)")
-                       .Register(registry);
-  notifications_total_ = &prometheus::BuildCounter()
-                              .Name("faultline_notifications_total")
-                              .Help("Delivery attempts and their outcome, per receiver and kind")
-                              .Register(registry);
-  coalesced_total_ = &prometheus::BuildCounter()
-                          .Name("faultline_notifications_coalesced_total")
-                          .Help("Notifications folded into a digest by rate limiting")
-                          .Register(registry);
-  queue_depth_ = &prometheus::BuildGauge()
-                      .Name("faultline_notification_queue_depth")
-                      .Help("Notifications waiting in the outbox, per receiver")
-                      .Register(registry);
-  receiver_disabled_ = &prometheus::BuildGauge()
-                            .Name("faultline_receiver_disabled")
-                            .Help("1 when a receiver was disabled (404 no_service, 410)")
-                            .Register(registry);
-  last_success_ = &prometheus::BuildGauge()
-                       .Name("faultline_last_successful_notification_timestamp_seconds")
-                       .Help("When a notification last reached the receiver")
-                       .Register(registry);
-  occurrences_total_ = &prometheus::BuildCounter()
-                            .Name("faultline_signature_occurrences_total")
-                            .Help(
-                                "Occurrences at or above alerts.min_severity, by the "
-                                "signature's state and, when a fix covered it, why it was not "
-                                "a regression")
-                            .Register(registry);
-  for (const Receiver& r : receivers_) {
-    queue_depth_->Add({{"receiver", r.target()}}).Set(0);
-    receiver_disabled_->Add({{"receiver", r.target()}}).Set(0);
-    last_success_->Add({{"receiver", r.target()}}).Set(0);
-    coalesced_total_->Add({{"receiver", r.target()}});
-  }
+  for (const Receiver& r : receivers_) metrics_.AddReceiver(r.target());
 }
 
 ErrorList Alerting::BindRules(const std::vector<Rule>& rules) {
@@ -147,7 +112,7 @@ void Alerting::ApplyConfigFixes() {
     tracker_.EnsureConfigFix(fix, now, &resolved);
   }
   for (const LifecycleEvent& e : resolved) {
-    events_total_->Add({{"kind", std::string(AlertKindName(e.kind))}}).Increment();
+    metrics_.CountEvent(AlertKindName(e.kind));
     Route(MakeItem(e, nullptr, now), "agent", 0, 0, /*group=*/false, /*alertmanager_only=*/true);
   }
 }

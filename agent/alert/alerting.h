@@ -23,7 +23,8 @@
 //   nowhere (the tracker counts them); `resolved` only to receivers that opt in.
 // - Delivery: see outbox.h and http_delivery.h. A receiver found gone (404 no_service, 410) is
 //   disabled and every other receiver gets a receiver_disabled meta-alert.
-// - Metrics in the agent's registry: faultline_alert_events_total{kind},
+// - Metrics, recorded through AlertMetrics (sink/alert_metrics.h):
+// faultline_alert_events_total{kind},
 //   faultline_notifications_total{receiver,kind,result}, faultline_notifications_coalesced_total,
 //   faultline_notification_queue_depth, faultline_receiver_disabled,
 //   faultline_last_successful_notification_timestamp_seconds (all {receiver}) and
@@ -48,11 +49,6 @@
 #ifndef FAULTLINE_ALERT_ALERTING_H_
 #define FAULTLINE_ALERT_ALERTING_H_
 
-#include <prometheus/counter.h>
-#include <prometheus/family.h>
-#include <prometheus/gauge.h>
-#include <prometheus/registry.h>
-
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -75,15 +71,16 @@
 #include "agent/framing/line_batch.h"
 #include "agent/rules/finding_event.h"
 #include "agent/rules/rule.h"
+#include "agent/sink/alert_metrics.h"
 
 namespace faultline {
 
 class Alerting {
  public:
-  // `rules` and `registry` must outlive the object.
+  // `rules` and `metrics` must outlive the object.
   static Result<std::unique_ptr<Alerting>> Create(asio::io_context& io, const Config& config,
                                                   const std::vector<Rule>& rules,
-                                                  prometheus::Registry& registry, bool store_backed,
+                                                  AlertMetrics& metrics, bool store_backed,
                                                   WallClock clock = SystemNow);
   ~Alerting();
   Alerting(const Alerting&) = delete;
@@ -179,7 +176,7 @@ class Alerting {
 
  private:
   Alerting(asio::io_context& io, const Config& config, const std::vector<Rule>& rules,
-           prometheus::Registry& registry, bool store_backed, WallClock clock,
+           AlertMetrics& metrics, bool store_backed, WallClock clock,
            std::vector<Receiver> receivers, std::unique_ptr<VersionWatcher> watcher);
 
   struct StreamInfo {
@@ -287,13 +284,7 @@ class Alerting {
   mutable uint64_t id_counter_ = 0;
   std::mt19937_64 random_;
 
-  prometheus::Family<prometheus::Counter>* events_total_;
-  prometheus::Family<prometheus::Counter>* notifications_total_;
-  prometheus::Family<prometheus::Counter>* coalesced_total_;
-  prometheus::Family<prometheus::Gauge>* queue_depth_;
-  prometheus::Family<prometheus::Gauge>* receiver_disabled_;
-  prometheus::Family<prometheus::Gauge>* last_success_;
-  prometheus::Family<prometheus::Counter>* occurrences_total_;
+  AlertMetrics& metrics_;
 };
 
 }  // namespace faultline

@@ -83,16 +83,13 @@ void Alerting::OnDelivered(int64_t seq, DeliveryOutcome outcome) {
                                : std::string("digest");
   static constexpr std::string_view kResults[] = {"delivered", "retried", "rate_limited",
                                                   "dead_lettered", "receiver_disabled"};
-  notifications_total_
-      ->Add({{"receiver", target},
-             {"kind", notification.test ? std::string("test") : kind},
-             {"result", std::string(kResults[static_cast<int>(d.action)])}})
-      .Increment();
+  metrics_.CountNotification(target, notification.test ? std::string("test") : kind,
+                             kResults[static_cast<int>(d.action)]);
   switch (d.action) {
     case RetryDecision::Action::kDone:
       // Forget it in the store soon: a crash before that sends it once more (same webhook-id).
       if (store_backed_ && request_checkpoint_) request_checkpoint_();
-      last_success_->Add({{"receiver", target}}).Set(static_cast<double>(now) / 1000);
+      metrics_.SetDelivered(target, now);
       if (!notification.test) {
         for (const AlertItem& item : notification.items) {
           tracker_.OnDelivered(item.signature, target, now);
@@ -128,7 +125,7 @@ void Alerting::ReportDisabled(const std::string& target, const std::string& reas
       "receiver {} disabled: {} (fix its URL in the config; a restart or reload "
       "enables it again)",
       target, reason);
-  receiver_disabled_->Add({{"receiver", target}}).Set(1);
+  metrics_.SetDisabled(target);
   AlertItem item;
   item.event_id = NewId("evt");
   item.kind = AlertKind::kReceiverDisabled;
@@ -147,16 +144,8 @@ void Alerting::ReportDisabled(const std::string& target, const std::string& reas
 
 void Alerting::UpdateGauges() {
   for (const auto& [name, status] : outbox_->targets()) {
-    queue_depth_->Add({{"receiver", name}}).Set(static_cast<double>(status.queued));
-    receiver_disabled_->Add({{"receiver", name}}).Set(status.disabled ? 1 : 0);
-    prometheus::Counter& coalesced = coalesced_total_->Add({{"receiver", name}});
-    if (static_cast<double>(status.coalesced) > coalesced.Value()) {
-      coalesced.Increment(static_cast<double>(status.coalesced) - coalesced.Value());
-    }
-    if (status.last_success_ms != 0) {
-      last_success_->Add({{"receiver", name}})
-          .Set(static_cast<double>(status.last_success_ms) / 1000);
-    }
+    metrics_.UpdateReceiver(name, status.queued, status.disabled, status.coalesced,
+                            status.last_success_ms);
   }
 }
 

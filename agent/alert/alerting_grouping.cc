@@ -93,7 +93,7 @@ AlertItem Alerting::MakeItem(const LifecycleEvent& e, const FindingEvent* event,
 void Alerting::Raise(const std::vector<LifecycleEvent>& events, const FindingEvent* event,
                      int64_t now) {
   for (const LifecycleEvent& e : events) {
-    events_total_->Add({{"kind", std::string(AlertKindName(e.kind))}}).Increment();
+    metrics_.CountEvent(AlertKindName(e.kind));
     if (e.muted) continue;
     const AlertItem item = MakeItem(e, event, now);
     const std::string run = event != nullptr

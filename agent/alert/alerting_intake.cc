@@ -188,7 +188,7 @@ void Alerting::OnFinding(const FindingEvent& event) {
   const std::string run_key = event.source_id + "#" + std::to_string(event.stream_id);
   if (cause) {
     for (const LifecycleEvent& e : events) {
-      events_total_->Add({{"kind", std::string(AlertKindName(e.kind))}}).Increment();
+      metrics_.CountEvent(AlertKindName(e.kind));
     }
     AddConsequence(run_key, *cause, event.signature);
   } else {
@@ -213,11 +213,8 @@ void Alerting::CountOccurrence(const FindingEvent& event, FixJudgement judgement
   if (event.severity < tracker_.options().min_severity) return;
   const SignatureRecord* record = tracker_.Find(event.signature);
   if (record == nullptr) return;
-  occurrences_total_
-      ->Add({{"signature", event.signature},
-             {"state", std::string(SignatureStateName(tracker_.StateOf(*record, now)))},
-             {"reason", std::string(JudgementReason(judgement))}})
-      .Increment();
+  metrics_.CountOccurrence(event.signature, SignatureStateName(tracker_.StateOf(*record, now)),
+                           JudgementReason(judgement));
 }
 
 }  // namespace faultline

@@ -328,9 +328,11 @@ int AlertCommand(const Args& args) {
     return kExitUsage;
   }
   asio::io_context io;
+  // A one-shot send: its series are never scraped.
   prometheus::Registry registry;
+  AlertMetrics alert_metrics(registry);
   Result<std::unique_ptr<Alerting>> alerting =
-      Alerting::Create(io, config, rules->rules(), registry, /*store_backed=*/false);
+      Alerting::Create(io, config, rules->rules(), alert_metrics, /*store_backed=*/false);
   if (!alerting.ok()) {
     std::cerr << FormatErrors(alerting.errors());
     return kExitUsage;

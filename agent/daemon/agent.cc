@@ -120,7 +120,7 @@ Agent::~Agent() = default;
 Result<void> Agent::CreateAlerting() {
   if (!config_.alerts.enabled) return {};
   Result<std::unique_ptr<Alerting>> alerting = Alerting::Create(
-      io_, config_, rules_->rules(), metrics_.registry(), /*store_backed=*/options_.keep_state);
+      io_, config_, rules_->rules(), metrics_.alerts(), /*store_backed=*/options_.keep_state);
   if (!alerting.ok()) return alerting.errors();
   alerting_ = std::move(alerting).value();
   return {};

@@ -177,6 +177,7 @@ void Metrics::RegisterFamilies() {
       .Register(*registry_)
       .Add({{"version", kVersion}})
       .Set(1);
+  alerts_ = std::make_unique<AlertMetrics>(*registry_);
 }
 
 void Metrics::BindRules(const std::vector<Rule>& rules) {

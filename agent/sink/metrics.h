@@ -14,7 +14,8 @@
 // set keeps the counters of rules whose id (and label names) did not change, starts new rules at
 // 0 and removes the series of rules that are gone.
 //
-// Metrics owns its Registry; the Counter pointers it hands out (ForSource) live as long as it.
+// Metrics owns its Registry and every family in it, its own and the alert side's (alerts());
+// the Counter pointers it hands out (ForSource) live as long as it.
 // Nothing fails after construction. Not thread-safe: call every method from one thread (the
 // agent's event loop). It keeps no reference to the rules it was bound to.
 #ifndef FAULTLINE_SINK_METRICS_H_
@@ -41,6 +42,7 @@
 #include "agent/match/finding.h"
 #include "agent/match/match_errors.h"
 #include "agent/rules/rule.h"
+#include "agent/sink/alert_metrics.h"
 #include "agent/sink/signature_labels.h"
 
 namespace faultline {
@@ -154,8 +156,8 @@ class Metrics {
   void CountReload(bool ok, std::chrono::system_clock::time_point at);
   void SetLoadedAt(std::chrono::system_clock::time_point at);
 
-  // For the families other stages register (the alert lifecycle's); serialised with these.
-  prometheus::Registry& registry() { return *registry_; }
+  // The alert side's series (alert_metrics.h), on this registry: serialised with these.
+  AlertMetrics& alerts() { return *alerts_; }
 
   // The Prometheus text exposition format (version 0.0.4) of every family.
   std::string Serialize() const;
@@ -180,6 +182,7 @@ class Metrics {
 
   // The registry and its families are created once; the families live inside the registry.
   std::unique_ptr<prometheus::Registry> registry_;
+  std::unique_ptr<AlertMetrics> alerts_;
   prometheus::Family<prometheus::Counter>* matches_;
   prometheus::Family<prometheus::Counter>* lines_;
   prometheus::Family<prometheus::Counter>* bytes_;

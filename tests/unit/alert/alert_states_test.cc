@@ -54,8 +54,9 @@ class AlertStatesTest : public ::testing::Test {
   // One agent's alert side on the store in dir_ (what Agent::Start does, in its order).
   void Open() {
     registry_ = std::make_unique<prometheus::Registry>();
+    alert_metrics_ = std::make_unique<AlertMetrics>(*registry_);
     Result<std::unique_ptr<Alerting>> a =
-        Alerting::Create(io_, config_, rules_, *registry_, /*store_backed=*/true);
+        Alerting::Create(io_, config_, rules_, *alert_metrics_, /*store_backed=*/true);
     ASSERT_TRUE(a.ok()) << FormatErrors(a.errors());
     alerting_ = std::move(a).value();
     states_ = std::make_unique<AlertStates>(*alerting_);
@@ -103,6 +104,7 @@ class AlertStatesTest : public ::testing::Test {
   Config config_;
   asio::io_context io_;
   std::unique_ptr<prometheus::Registry> registry_;
+  std::unique_ptr<AlertMetrics> alert_metrics_;
   std::unique_ptr<Alerting> alerting_;
   std::unique_ptr<AlertStates> states_;
   std::unique_ptr<StateStore> store_;

@@ -53,7 +53,7 @@ class AlertingTest : public ::testing::Test {
 
   Alerting& Start() {
     Result<std::unique_ptr<Alerting>> a =
-        Alerting::Create(io_, config_, rules_, registry_, false, SystemNow);
+        Alerting::Create(io_, config_, rules_, alert_metrics_, false, SystemNow);
     EXPECT_TRUE(a.ok()) << (a.ok() ? "" : FormatErrors(a.errors()));
     alerting_ = std::move(a).value();
     alerting_->Start();
@@ -94,6 +94,7 @@ class AlertingTest : public ::testing::Test {
   Config config_;
   asio::io_context io_;
   prometheus::Registry registry_;
+  AlertMetrics alert_metrics_{registry_};
   std::unique_ptr<Alerting> alerting_;
 };
 
@@ -162,8 +163,8 @@ TEST_F(AlertingTest, AConfigFixAddedLaterResolvesTheAlertAtAlertmanagerOnly) {
 // Every time Alerting records comes from the clock it was given, not the system's.
 TEST_F(AlertingTest, TimesComeFromTheGivenWallClock) {
   int64_t now_ms = 1'700'000'000'000;
-  Result<std::unique_ptr<Alerting>> a =
-      Alerting::Create(io_, config_, rules_, registry_, false, [&] { return FromUnixMs(now_ms); });
+  Result<std::unique_ptr<Alerting>> a = Alerting::Create(io_, config_, rules_, alert_metrics_,
+                                                         false, [&] { return FromUnixMs(now_ms); });
   ASSERT_TRUE(a.ok()) << (a.ok() ? "" : FormatErrors(a.errors()));
   alerting_ = std::move(a).value();
   alerting_->OnFinding(Event(rule_, 1, "LNK1181 aio.lib"));
