@@ -148,8 +148,10 @@ bool IsNodeName(std::string_view name) {
   if (IsIpv4(name)) return true;
   const std::string_view first = name.substr(0, name.find('.'));
   if (first.empty() || !IsLower(first.front()) || !IsAsciiDigit(first.back())) return false;
-  static constexpr std::array<std::string_view, 11> kNotHosts = {
-      "python", "pip", "step", "epoch", "iter", "batch", "layer", "line", "rank", "default", "gfx"};
+  // Compiler drivers name themselves before their errors: collect2:, cc1:, gcc-12:, clang-14:.
+  static constexpr std::array<std::string_view, 16> kNotHosts = {
+      "python", "pip",     "step", "epoch", "iter", "batch", "layer", "line",
+      "rank",   "default", "gfx",  "collect", "cc1", "gcc", "clang", "cpp"};
   for (std::string_view word : kNotHosts) {
     if (first.substr(0, word.size()) == word) return false;
   }

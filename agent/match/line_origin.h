@@ -12,7 +12,8 @@
 //   node01:                 pdsh / clush host prefix. Only a name shaped like a cluster node:
 //                           lower case, its first label ending in a digit (node01, gpu-a100-3,
 //                           ip-10-0-0-7.ec2.internal), or an IPv4 address; not python3:, pip3:,
-//                           step10: or a shared object name (libcudart.so.11.0:)
+//                           step10:, a compiler driver (collect2:, cc1:, gcc-12:, clang-14:) or
+//                           a shared object name (libcudart.so.11.0:)
 //   (pid=42, ip=10.0.0.5)   Ray worker prefix (host 10.0.0.5)
 //   [80746]                 a pasted log's line number: skipped, it names nothing
 // and anywhere in the line:
