@@ -6,7 +6,8 @@ Usage: scripts/sample-rescan.py [FAULTLINE_BINARY] [--rules DIR]
 
 Each MANIFEST-*.tsv row holds a failure written down by a person before the file was scanned, the
 top rule faultline gave then (`top_rule`) and that person's verdict (named, generic, wrong, missed;
-tests/corpus/sample/README.md). Whether a rule fits a failure is a judgement, so this script does not
+tests/corpus/sample/README.md); a row judged again has `top_rule_now` and `verdict_now` beside
+them, and those are the ones compared. Whether a rule fits a failure is a judgement, so this script does not
 judge: it prints the verdicts as recorded, and lists every row whose top error-level rule is now a
 different one, for a person to judge again and update its row.
 """
@@ -50,15 +51,18 @@ def main(argv):
         with manifest.open(newline="") as f:
             for row in csv.DictReader(f, delimiter="\t"):
                 log = SAMPLE / Path(row["path"]).name
-                verdicts[row["verdict"]] += 1
+                # The latest judgement: a re-judged row's *_now columns, else its first ones.
+                verdict = row.get("verdict_now") or row["verdict"]
+                judged_top = row.get("top_rule_now") or row["top_rule"]
+                verdicts[verdict] += 1
                 now = top_rule(binary, log, rules)
-                # A missed row had no error-level finding, whatever warning its top_rule names.
-                before = "-" if row["verdict"] == "missed" else row["top_rule"]
+                # A missed row had no error-level finding, whatever warning its top rule names.
+                before = "-" if verdict == "missed" else judged_top
                 if now != before:
-                    moved.append((manifest.name, log.name, row["verdict"], before, now,
+                    moved.append((manifest.name, log.name, verdict, before, now,
                                   row["failure"]))
     total = sum(verdicts.values())
-    print(f"sample: {total} threads; recorded verdicts: " +
+    print(f"sample: {total} threads; latest verdicts: " +
           ", ".join(f"{v} {verdicts[v]}" for v in ("named", "generic", "wrong", "missed")))
     print(f"{len(moved)} rows whose top rule changed since their verdict (judge them again):")
     for manifest, log, verdict, before, now, failure in moved:
