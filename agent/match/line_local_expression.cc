@@ -47,7 +47,9 @@ std::string LineLocalExpression(std::string_view p) {
         i = stop - 1;
         continue;
       }
-      if (e == 's') {
+      if (e == 'b' || e == 'B') {
+        // Dropped: see the header (RE2 confirms the word boundary).
+      } else if (e == 's') {
         out.append("[").append(kSpacesButNewline).append("]");
       } else if (e == 'W') {
         out.append("[^\\w\\n]");

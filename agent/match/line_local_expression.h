@@ -15,7 +15,13 @@
 // `[^\d\n]`, `\s` inside a class to its members but '\n', and a negated class `[^...]` to
 // `[^...\n]`. A class it cannot rewrite safely (one starting with ']' or '-', ending with '-',
 // or holding a POSIX `[:name:]`) is left as it is, as is everything else: a pattern left as it
-// was still matches exactly as before. Pure function; never throws.
+// was still matches exactly as before.
+//
+// It also drops the word-boundary assertions `\b` and `\B` (outside \Q...\E). Vectorscan only
+// proposes candidates, which RE2 confirms with the rule's own pattern, so an expression without
+// them proposes a few more candidates (a name inside a longer word) and loses none; and they were
+// more than half of what compiling the pack cost (2.4 s for its 1,043 match patterns in one
+// database, 1.1 s without them), which is a first start's wait. Pure function; never throws.
 #ifndef FAULTLINE_MATCH_LINE_LOCAL_EXPRESSION_H_
 #define FAULTLINE_MATCH_LINE_LOCAL_EXPRESSION_H_
 
