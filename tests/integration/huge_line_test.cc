@@ -36,22 +36,10 @@ constexpr uint64_t kPeakBound = kMaxLineBytes * 3 / 2 + 32 * kMiB;
 // After the line is matched, the agent holds what it held before it, give or take this.
 constexpr uint64_t kRetainedBound = 16 * kMiB;
 
-// A sanitizer runtime adds memory of its own. ASan: ~50 MiB of runtime before any line, shadow
-// of 1/8 of what the program touches, and a quarantine that keeps freed blocks resident on
-// purpose; so in an ASan build the quarantine is turned off for the child and the peak bound
-// applies to the growth over the memory held before the line. TSan keeps ~4 bytes of shadow per
-// byte touched, which no bound on the program's own memory can allow for: there the test checks
-// the counts and prints the figures, but asserts no memory bound.
-#if defined(__SANITIZE_THREAD__)
-constexpr bool kMemoryIsMeasurable = false;
-#else
-constexpr bool kMemoryIsMeasurable = true;
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kPeakOverBaseline = true;
-#else
-constexpr bool kPeakOverBaseline = false;
-#endif
+// In a sanitizer build the bounds mean what testing::kMemoryIsMeasurable and
+// testing::kPeakOverBaseline say (tests/integration/process.h).
+using testing::kMemoryIsMeasurable;
+using testing::kPeakOverBaseline;
 
 constexpr char kHugeLineRules[] = R"(id: t.cuda_oom
 title: CUDA out of memory

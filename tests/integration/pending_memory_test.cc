@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <string>
 
 #include "tests/integration/process.h"
@@ -50,12 +51,14 @@ long PeakRssOfScan(const std::string& dir, const std::string& log, const char* t
 class PendingMemory : public ::testing::Test {
  protected:
   void SetUp() override {
+    testing::WithoutAsanQuarantine();
     dir_ = testing::TempDir("pending_memory");
     std::filesystem::create_directories(dir_ + "/rules");
     std::ofstream(dir_ + "/rules/t.yaml") << kRule;
     std::ofstream log(dir_ + "/big.log", std::ios::binary);
     const std::string line = "LINK : fatal error LNK1181: " + std::string(1 << 20, 'x') + "\n";
     for (int i = 0; i < 300; ++i) log << line;
+    std::ofstream(dir_ + "/empty.log");
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string dir_;
@@ -63,8 +66,12 @@ class PendingMemory : public ::testing::Test {
 
 TEST_F(PendingMemory, ManyHugePendingHitsKeepPeakMemorySmall) {
   const long peak = PeakRssOfScan(dir_, dir_ + "/big.log", "1");
+  const long baseline = testing::kPeakOverBaseline ? PeakRssOfScan(dir_, dir_ + "/empty.log", "1") : 0;
+  std::cout << "peak RSS " << peak / 1024 << " MiB (" << baseline / 1024 << " MiB on an empty log)\n";
   // Before previews: over 300 MiB.
-  EXPECT_LT(peak, 64 * 1024) << "peak RSS " << peak / 1024 << " MiB";
+  if (testing::kMemoryIsMeasurable) {
+    EXPECT_LT(peak - baseline, 64 * 1024) << "peak RSS " << peak / 1024 << " MiB";
+  }
 }
 
 // Matching ahead on 8 threads holds no batch of huge lines per slot: the bytes out in slots are
@@ -72,8 +79,12 @@ TEST_F(PendingMemory, ManyHugePendingHitsKeepPeakMemorySmall) {
 TEST_F(PendingMemory, HugeLinesCostNoMoreOnEightMatchingThreadsThanOnOne) {
   const long one = PeakRssOfScan(dir_, dir_ + "/big.log", "1");
   const long eight = PeakRssOfScan(dir_, dir_ + "/big.log", "8");
-  EXPECT_LT(eight - one, 8 * 1024)
-      << "peak RSS " << one / 1024 << " MiB on one thread, " << eight / 1024 << " MiB on eight";
+  std::cout << "peak RSS " << one / 1024 << " MiB on one thread, " << eight / 1024
+            << " MiB on eight\n";
+  if (testing::kMemoryIsMeasurable) {
+    EXPECT_LT(eight - one, 8 * 1024)
+        << "peak RSS " << one / 1024 << " MiB on one thread, " << eight / 1024 << " MiB on eight";
+  }
 }
 
 }  // namespace
