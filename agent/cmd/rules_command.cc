@@ -410,7 +410,7 @@ int SuggestRule(const Args& args) {
   ScanReport report;
   MatchScratch scratch(rules->patterns());
   const Result<void> scanned =
-      ScanFd(fd, log, rules, scratch, kDefaultMaxLineBytes, report, nullptr, &discovery);
+      ScanFd(fd, log, rules, scratch, FramingOptions{}, report, nullptr, &discovery);
   if (fd != STDIN_FILENO) close(fd);
   if (!scanned.ok()) {
     std::cerr << "faultline rules suggest: " << JoinErrors(scanned.errors()) << "\n";

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,10 @@ Options:
                        unrecognised errors are listed (discovery on its own)
   --format text|json   report for people (default) or one JSON object for machines
   --max-line-bytes N   cut lines longer than N bytes (default 1048576)
+  --input-format auto|plain|cri
+                       what a line is: cri reads a Kubernetes container log (containerd,
+                       CRI-O: the time/stream/tag prefix removed, split messages joined);
+                       auto (default) reads each file as cri when its first line is one
   --threads N          threads matching ahead of the reader (default: the CPUs this process may
                        use, at most 8; 1 matches on the reading thread); the findings are the same
   --fail-on-unrecognised
@@ -60,7 +65,7 @@ constexpr uint64_t kProgressMinBytes = 64ull << 20;
 struct ScanOptions {
   std::vector<std::string> rule_paths;
   bool json = false;
-  size_t max_line_bytes = kDefaultMaxLineBytes;
+  FramingOptions framing;
   bool discover = true;
   bool fail_on_unrecognised = false;
   size_t threads = std::min<size_t>(UsableCpus(), kMaxThreads);
@@ -133,7 +138,17 @@ bool ParseScanArgs(const Args& args, ScanOptions& options, bool& help) {
                   << kMaxLineBytesLimit << "\n";
         return false;
       }
-      options.max_line_bytes = n;
+      options.framing.max_line_bytes = n;
+    } else if (a == "--input-format") {
+      const std::string* v = value("--input-format");
+      if (v == nullptr) return false;
+      const std::optional<LineFormat> format = ParseLineFormat(*v);
+      if (!format) {
+        std::cerr << "faultline scan: --input-format must be one of " << kLineFormatNames
+                  << ", not '" << *v << "'\n";
+        return false;
+      }
+      options.framing.format = *format;
     } else if (a == "--threads") {
       const std::string* v = value("--threads");
       if (v == nullptr) return false;
@@ -227,7 +242,7 @@ int ScanCommand(const Args& args) {
     Progress progress(total_bytes, fds.size());
     for (size_t i = 0; i < fds.size(); ++i) {
       const Result<void> scanned = ScanFd(
-          fds[i], options.inputs[i], rules, scratch, options.max_line_bytes, report,
+          fds[i], options.inputs[i], rules, scratch, options.framing, report,
           [&](size_t n) { progress.Advance(n, i); }, options.discover ? &discovery : nullptr,
           ahead.get());
       if (!scanned.ok()) {

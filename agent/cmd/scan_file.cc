@@ -14,7 +14,7 @@
 namespace faultline {
 
 Result<void> ScanFd(int fd, const std::string& name, const std::shared_ptr<const RuleSet>& rules,
-                    MatchScratch& scratch, size_t max_line_bytes, ScanReport& report,
+                    MatchScratch& scratch, const FramingOptions& framing, ScanReport& report,
                     const std::function<void(size_t)>& on_bytes, Discovery* discovery,
                     MatchAhead* ahead) {
   report.BeginFile(name);
@@ -22,7 +22,7 @@ Result<void> ScanFd(int fd, const std::string& name, const std::shared_ptr<const
   if (discovery != nullptr) {
     unrecognised.emplace(*discovery, "", name, rules->max_explain_window());
   }
-  StreamPipeline pipeline(rules, &report, &scratch, max_line_bytes, nullptr, nullptr,
+  StreamPipeline pipeline(rules, &report, &scratch, framing, nullptr, nullptr,
                           unrecognised ? &*unrecognised : nullptr);
   pipeline.set_match_ahead(ahead);
   const InputReadResult read = ReadInput(fd, [&](std::string_view bytes) {
@@ -39,7 +39,7 @@ void ScanText(std::string_view text, const std::string& name,
               const std::shared_ptr<const RuleSet>& rules, MatchScratch& scratch,
               ScanReport& report) {
   report.BeginFile(name);
-  StreamPipeline pipeline(rules, &report, &scratch, kDefaultMaxLineBytes);
+  StreamPipeline pipeline(rules, &report, &scratch, FramingOptions{});
   pipeline.Feed(text);
   pipeline.Finish();
   report.EndFile(pipeline.lines(), pipeline.truncated_lines());
@@ -49,7 +49,7 @@ Result<void> ScanPath(const std::string& path, const std::shared_ptr<const RuleS
                       MatchScratch& scratch, ScanReport& report) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Failure("cannot open " + path + ": " + std::strerror(errno));
-  Result<void> scanned = ScanFd(fd, path, rules, scratch, kDefaultMaxLineBytes, report, nullptr);
+  Result<void> scanned = ScanFd(fd, path, rules, scratch, FramingOptions{}, report, nullptr);
   close(fd);
   return scanned;
 }

@@ -11,6 +11,7 @@
 #include "agent/cmd/scan_report.h"
 #include "agent/core/result.h"
 #include "agent/discover/discovery.h"
+#include "agent/framing/framing_options.h"
 #include "agent/match/match_ahead.h"
 #include "agent/match/rule_set.h"
 
@@ -23,7 +24,7 @@ namespace faultline {
 // discovery's watch patterns, error_cues.h). `ahead`, when given, runs the primary pass on its
 // workers (match_ahead.h; started with `rules`): the same report, sooner on several CPUs.
 Result<void> ScanFd(int fd, const std::string& name, const std::shared_ptr<const RuleSet>& rules,
-                    MatchScratch& scratch, size_t max_line_bytes, ScanReport& report,
+                    MatchScratch& scratch, const FramingOptions& framing, ScanReport& report,
                     const std::function<void(size_t)>& on_bytes, Discovery* discovery = nullptr,
                     MatchAhead* ahead = nullptr);
 

@@ -149,7 +149,7 @@ int WatchCommand(const Args& args) {
   WatchedCommand::Options watch;
   watch.name = CommandName(options.command);
   watch.quiet_after = std::chrono::milliseconds(config.context_idle_flush_ms);
-  watch.max_line_bytes = config.max_line_bytes;
+  watch.max_line_bytes = config.framing.max_line_bytes;
   watch.child.argv = options.command;
   watch.child.stdout_pty = IsTerminal(STDOUT_FILENO);
   watch.child.stderr_pty = IsTerminal(STDERR_FILENO);

@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "agent/framing/framing_options.h"
+
 namespace faultline {
 
 enum class StartAt { kBeginning, kEnd };
@@ -216,7 +218,7 @@ struct Config {
   std::vector<std::string> rule_paths;  // folders of rule YAML, absolute
   int context_idle_flush_ms = 2000;     // a stream quiet this long settles pending context
 
-  std::size_t max_line_bytes = 1 << 20;
+  FramingOptions framing;  // the `framing:` section
 
   std::string http_address = "127.0.0.1";
   uint16_t http_port = 9464;

@@ -58,9 +58,19 @@ class GeneralSections : public ConfigReader {
 
   void ParseFraming(const YamlField& section, Config* config) {
     const std::string path = "framing";
-    for (const YamlField& f : Fields(section.value, path, {"max_line_bytes"})) {
-      if (auto v = Integer(f, JoinKey(path, f.name), kMinMaxLineBytes, kMaxMaxLineBytes)) {
-        config->max_line_bytes = static_cast<std::size_t>(*v);
+    for (const YamlField& f : Fields(section.value, path, {"max_line_bytes", "input_format"})) {
+      const std::string key = JoinKey(path, f.name);
+      if (f.name == "input_format") {
+        if (std::optional<std::string> text = Scalar(f, key)) {
+          if (std::optional<LineFormat> format = ParseLineFormat(*text)) {
+            config->framing.format = *format;
+          } else {
+            Fail(f.key, key,
+                 "'" + *text + "' is not an input format (" + std::string(kLineFormatNames) + ")");
+          }
+        }
+      } else if (auto v = Integer(f, key, kMinMaxLineBytes, kMaxMaxLineBytes)) {
+        config->framing.max_line_bytes = static_cast<std::size_t>(*v);
       }
     }
   }

@@ -66,7 +66,7 @@ MatchedStream::Wiring Agent::StreamWiring() {
   return MatchedStream::Wiring{
       .rules = rules_,
       .scratch = scratch_.get(),
-      .max_line_bytes = config_.max_line_bytes,
+      .framing = config_.framing,
       .findings = &findings_,
       .metrics = &metrics_,
       .discovery = config_.discover_enabled ? &discovery_ : nullptr,

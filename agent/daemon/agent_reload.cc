@@ -11,7 +11,7 @@
 // - Settings that only a restart can change (http.listen, limits.max_open_files, discover.*) are
 //   kept as they run, with a warning; the new rules are compiled with the discovery's watch
 //   patterns when it runs, and each stream's discovery takes the new rules' explain window;
-//   framing.max_line_bytes and rules.context_idle_flush_ms apply to streams and sources started
+//   framing.* and rules.context_idle_flush_ms apply to streams and sources started
 //   from now on; log.level, reload.* and the admin token apply at once.
 // - Alerts: the lifecycle and the outbox go on; the rules and the versions files beside them are
 //   rebound, alerts.group_wait_ms, alerts.source_versions and fixes added to `fixes:` (or to the

@@ -24,7 +24,7 @@ PeerConsumerFactory ConsumersFor(const SourceContext& context, const NetSourceCo
   }
   SyslogStreamsOptions options;
   options.datagrams = !source.stream();
-  options.max_message_bytes = context.config.max_line_bytes + kSyslogHeaderAllowance;
+  options.max_message_bytes = context.config.framing.max_line_bytes + kSyslogHeaderAllowance;
   LabeledStreamConsumerFactory consumers = context.labeled_consumers(source.id);
   return [consumers, options](const SocketPeer& peer) {
     SyslogStreamsOptions for_peer = options;

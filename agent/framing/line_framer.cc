@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "agent/framing/ansi.h"
+#include "agent/framing/cri_record.h"
 
 namespace faultline {
 namespace {
@@ -40,8 +41,20 @@ class LineFramer::NextBytes {
   const char* escape_ = nullptr;
 };
 
-LineFramer::LineFramer(size_t max_line_bytes)
-    : max_line_bytes_(std::max<size_t>(max_line_bytes, 1)) {}
+LineFramer::LineFramer(size_t max_line_bytes, LineFormat format)
+    : max_line_bytes_(std::max<size_t>(max_line_bytes, 1)), format_(format) {}
+
+FramerPosition LineFramer::resume_point() const {
+  if (format_ != LineFormat::kCri) {
+    return FramerPosition{skipping_ ? fed_ : line_start_, skipping_, after_cr_};
+  }
+  // A message is read again from its first record; a cut one is skipped from the record being
+  // read (or the next), whose tag says whether the message ends there.
+  const bool in_record = !cri_head_.empty() || in_cri_record_;
+  if (skipping_) return FramerPosition{in_record ? cri_record_start_ : fed_, true, false};
+  if (cri_continues_) return FramerPosition{line_start_, false, false};
+  return FramerPosition{in_record ? cri_record_start_ : fed_, false, false};
+}
 
 void LineFramer::EmitLine(std::string_view raw, LineBatch& batch) {
   if (std::memchr(raw.data(), kEscape, raw.size()) == nullptr) {
@@ -98,6 +111,41 @@ const char* LineFramer::FeedPlainLines(const char* p, uint64_t at, NextBytes& ne
 void LineFramer::Feed(std::string_view bytes, LineBatch& batch) {
   // An empty read (a poll that found nothing new) must not forget a "\r" that ended the last one.
   if (bytes.empty()) return;
+  if (format_ != LineFormat::kAuto) {
+    FeedDecided(bytes, batch);
+    return;
+  }
+  if (!Decide(bytes, false)) return;
+  const std::string held = std::move(undecided_);
+  undecided_.clear();
+  FeedDecided(held, batch);
+}
+
+bool LineFramer::Decide(std::string_view bytes, bool at_end) {
+  undecided_.append(bytes);
+  // The first terminator decides: a CRI record ends only at "\n", but its prefix has no "\r", so
+  // a "\r" before the prefix is whole means plain (a progress bar's first redraw is not held).
+  const size_t terminator = undecided_.find_first_of("\n\r");
+  // A resumed plain stream that stopped after a "\r" is not a CRI one.
+  if (terminator == std::string::npos && undecided_.size() < kMaxCriPrefixBytes && !at_end &&
+      !after_cr_) {
+    return false;
+  }
+  const std::string_view first(undecided_.data(), std::min(terminator, undecided_.size()));
+  format_ = !after_cr_ && ParseCriPrefix(first).valid ? LineFormat::kCri : LineFormat::kPlain;
+  return true;
+}
+
+void LineFramer::FeedDecided(std::string_view bytes, LineBatch& batch) {
+  if (format_ == LineFormat::kCri) {
+    FeedCri(bytes, batch);
+  } else {
+    FeedPlain(bytes, batch);
+  }
+}
+
+void LineFramer::FeedPlain(std::string_view bytes, LineBatch& batch) {
+  if (bytes.empty()) return;
   const char* const data = bytes.data();
   const char* p = data;
   const char* const end = p + bytes.size();
@@ -148,14 +196,115 @@ void LineFramer::Feed(std::string_view bytes, LineBatch& batch) {
   }
 }
 
+// CRI records: every record is one "\n"-terminated line of the file. Its first bytes are held
+// in cri_head_ until the prefix can be read (kMaxCriPrefixBytes, or the record's end); its message
+// bytes then go to partial_ like the bytes of a plain line, and the record's end ends the line
+// unless the record was a P one. A record that is whole in one Feed and ends its message is
+// emitted from the bytes fed, without a copy through partial_.
+void LineFramer::FeedCri(std::string_view bytes, LineBatch& batch) {
+  const char* p = bytes.data();
+  const char* const end = p + bytes.size();
+  const uint64_t base = fed_;
+  fed_ += bytes.size();
+  const auto at = [base, data = bytes.data()](const char* q) {
+    return base + static_cast<uint64_t>(q - data);
+  };
+  while (p != end) {
+    const void* found = std::memchr(p, '\n', end - p);
+    const char* const newline = found != nullptr ? static_cast<const char*>(found) : end;
+    if (in_cri_record_) {
+      AppendCriMessage(std::string_view(p, newline - p), batch);
+    } else if (cri_head_.empty() && newline != end) {
+      cri_record_start_ = at(p);
+      const std::string_view message = BeginCriRecord(std::string_view(p, newline - p));
+      if (!cri_partial_ && !cri_continues_ && !skipping_ && message.size() <= max_line_bytes_) {
+        EmitLine(message, batch);
+        in_cri_record_ = false;
+        p = newline + 1;
+        continue;
+      }
+      AppendCriMessage(message, batch);
+    } else {
+      if (cri_head_.empty()) cri_record_start_ = at(p);
+      const size_t room = kMaxCriPrefixBytes - cri_head_.size();
+      const size_t taken = std::min<size_t>(room, newline - p);
+      cri_head_.append(p, taken);
+      p += taken;
+      const bool record_ended = p == newline && newline != end;
+      if (!record_ended && cri_head_.size() < kMaxCriPrefixBytes) continue;  // p == end
+      const std::string head = std::move(cri_head_);
+      cri_head_.clear();
+      AppendCriMessage(BeginCriRecord(head), batch);
+      if (!record_ended) continue;  // the record's message goes on
+    }
+    if (newline == end) return;
+    EndCriRecord(batch);
+    p = newline + 1;
+  }
+}
+
+std::string_view LineFramer::BeginCriRecord(std::string_view head) {
+  const CriPrefix prefix = ParseCriPrefix(head);
+  cri_partial_ = prefix.partial;
+  in_cri_record_ = true;
+  if (!cri_continues_ && !skipping_) line_start_ = cri_record_start_;
+  return head.substr(prefix.content_offset);
+}
+
+void LineFramer::AppendCriMessage(std::string_view bytes, LineBatch& batch) {
+  if (!bytes.empty()) AppendPartial(bytes, batch);
+}
+
+void LineFramer::EndCriRecord(LineBatch& batch) {
+  in_cri_record_ = false;
+  cri_continues_ = cri_partial_;
+  if (cri_continues_) return;
+  if (skipping_) {
+    skipping_ = false;  // the cut message ends here; its first part was emitted already
+  } else {
+    EmitPartial(batch);
+  }
+}
+
+void LineFramer::TakeCriHead(LineBatch& batch) {
+  if (cri_head_.empty()) return;
+  const std::string head = std::move(cri_head_);
+  cri_head_.clear();
+  AppendCriMessage(BeginCriRecord(head), batch);
+}
+
 void LineFramer::FlushPartial(LineBatch& batch) {
-  if (partial_.empty() || skipping_) return;
+  if (format_ == LineFormat::kAuto && !undecided_.empty()) {
+    Decide("", true);
+    const std::string held = std::move(undecided_);
+    undecided_.clear();
+    FeedDecided(held, batch);
+  }
+  if (skipping_) return;
+  if (format_ == LineFormat::kCri) {
+    TakeCriHead(batch);
+    if (skipping_ || !InCriMessage()) return;
+  } else if (partial_.empty()) {
+    return;
+  }
   EmitPartial(batch);
   skipping_ = true;
 }
 
 void LineFramer::Finish(LineBatch& batch) {
-  if (!partial_.empty()) EmitPartial(batch);
+  if (format_ == LineFormat::kAuto && !undecided_.empty()) {
+    Decide("", true);
+    const std::string held = std::move(undecided_);
+    undecided_.clear();
+    FeedDecided(held, batch);
+  }
+  if (format_ == LineFormat::kCri) {
+    TakeCriHead(batch);
+    if (!skipping_ && InCriMessage()) EmitPartial(batch);
+    in_cri_record_ = cri_partial_ = cri_continues_ = false;
+  } else if (!partial_.empty()) {
+    EmitPartial(batch);
+  }
   skipping_ = false;
   after_cr_ = false;
   line_start_ = fed_;
@@ -163,7 +312,10 @@ void LineFramer::Finish(LineBatch& batch) {
 
 void LineFramer::Resume(const FramerPosition& position) {
   partial_.clear();
-  fed_ = line_start_ = position.offset;
+  undecided_.clear();
+  cri_head_.clear();
+  in_cri_record_ = cri_partial_ = cri_continues_ = false;
+  fed_ = line_start_ = cri_record_start_ = position.offset;
   skipping_ = position.in_cut_line;
   after_cr_ = position.after_cr;
 }

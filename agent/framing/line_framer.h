@@ -10,6 +10,12 @@
 //   once (not grown by doubling) and handed to the batch when it ends, not copied.
 // - Bytes are passed through as they are: invalid UTF-8 is matched as bytes and sanitised only at
 //   the edges (utf8.h).
+// - In the CRI format (framing_options.h) a line is a record of the container runtime: its prefix
+//   is removed, a message split into P records is joined into one line (cut at max_line_bytes
+//   like any line), and only "\n" ends a record, so a "\r" a program printed stays inside its
+//   line. A line's stream offset is where the first record of its message begins. In the auto
+//   format the stream's first line decides between CRI and plain (held until it has a "\n", a
+//   "\r" or kMaxCriPrefixBytes bytes).
 // Bytes after the last terminator are kept until more arrive or Finish() flushes them as a line.
 // The framer counts the stream's bytes, so every line it emits knows where it began, and
 // resume_point() says where a reader that restarts must begin so that no line is read twice or
@@ -23,24 +29,28 @@
 #include <string>
 #include <string_view>
 
+#include "agent/framing/framing_options.h"
 #include "agent/framing/line_batch.h"
 
 namespace faultline {
-
-inline constexpr size_t kDefaultMaxLineBytes = 1 << 20;
 
 // Where framing of a stream can start again: the offset of the first byte not yet emitted as part
 // of a line, and the framer's mode there.
 struct FramerPosition {
   uint64_t offset = 0;
-  bool in_cut_line = false;  // inside a line cut at max_line_bytes: skip to its terminator
+  // Inside a line cut at max_line_bytes: skip to its terminator (CRI: to the end of the record
+  // that ends its message; the offset is then a record's start).
+  bool in_cut_line = false;
   bool after_cr = false;     // the byte before `offset` was a '\r' that ended a line
   bool operator==(const FramerPosition&) const = default;
 };
 
 class LineFramer {
  public:
-  explicit LineFramer(size_t max_line_bytes = kDefaultMaxLineBytes);
+  explicit LineFramer(size_t max_line_bytes = kDefaultMaxLineBytes,
+                      LineFormat format = LineFormat::kPlain);
+  explicit LineFramer(const FramingOptions& options)
+      : LineFramer(options.max_line_bytes, options.format) {}
 
   // Appends the lines completed by `bytes` to `batch`.
   void Feed(std::string_view bytes, LineBatch& batch);
@@ -54,21 +64,40 @@ class LineFramer {
   // starts with the byte at position.offset.
   void Resume(const FramerPosition& position);
 
-  FramerPosition resume_point() const {
-    return FramerPosition{skipping_ ? fed_ : line_start_, skipping_, after_cr_};
+  FramerPosition resume_point() const;
+  uint64_t bytes_fed() const { return fed_ + undecided_.size(); }
+  // A line is open and not yet matched (a line being skipped is not).
+  bool has_partial() const {
+    return !partial_.empty() || !undecided_.empty() || (!skipping_ && InCriMessage());
   }
-  uint64_t bytes_fed() const { return fed_; }
-  bool has_partial() const { return !partial_.empty(); }
   uint64_t truncated_lines() const { return truncated_lines_; }
+  // kAuto until the first line has decided.
+  LineFormat format() const { return format_; }
 
  private:
   class NextBytes;
+  // Auto format: holds `bytes` until the first line decides; true once it has (undecided_ then
+  // holds every byte fed so far, to be framed in the format decided).
+  bool Decide(std::string_view bytes, bool at_end);
+  void FeedDecided(std::string_view bytes, LineBatch& batch);
+  void FeedPlain(std::string_view bytes, LineBatch& batch);
+  void FeedCri(std::string_view bytes, LineBatch& batch);
+  // CRI: the record starting at record_start_ has `head` as its first bytes (all of them when the
+  // record has ended); takes its prefix and returns the message bytes in `head`.
+  std::string_view BeginCriRecord(std::string_view head);
+  void AppendCriMessage(std::string_view bytes, LineBatch& batch);
+  void EndCriRecord(LineBatch& batch);
+  // CRI: a record's head is held; it is taken as it is (the stream went quiet or ended).
+  void TakeCriHead(LineBatch& batch);
+  bool InCriMessage() const { return !cri_head_.empty() || in_cri_record_ || cri_continues_; }
   const char* FeedPlainLines(const char* p, uint64_t at, NextBytes& next, LineBatch& batch);
   void EmitLine(std::string_view raw, LineBatch& batch);
   void EmitPartial(LineBatch& batch);
   void AppendPartial(std::string_view bytes, LineBatch& batch);
 
   const size_t max_line_bytes_;
+  LineFormat format_;
+  std::string undecided_;  // auto format: the bytes fed before the first line decided
 
   std::string partial_;        // raw bytes of the line being assembled
   bool skipping_ = false;      // inside the rest of a cut line
@@ -76,6 +105,13 @@ class LineFramer {
   uint64_t truncated_lines_ = 0;
   uint64_t fed_ = 0;         // stream offset of the next byte to be fed
   uint64_t line_start_ = 0;  // stream offset where the line being assembled began
+
+  // CRI records (partial_ holds the message being joined).
+  std::string cri_head_;        // the first bytes of a record, until its prefix can be read
+  bool in_cri_record_ = false;  // the record's prefix is read; its message bytes follow
+  bool cri_partial_ = false;    // the record being read is a P record
+  bool cri_continues_ = false;  // the last record was a P record: its message goes on
+  uint64_t cri_record_start_ = 0;
 };
 
 }  // namespace faultline

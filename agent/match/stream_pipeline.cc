@@ -3,10 +3,10 @@
 namespace faultline {
 
 StreamPipeline::StreamPipeline(std::shared_ptr<const RuleSet> rules, FindingSink* sink,
-                               MatchScratch* scratch, size_t max_line_bytes,
+                               MatchScratch* scratch, const FramingOptions& framing,
                                const StreamOrigin* origin, const StreamResume* resume,
                                LineWatcher* watcher)
-    : framer_(max_line_bytes),
+    : framer_(framing),
       matcher_(std::move(rules), sink, origin, watcher),
       scratch_(scratch),
       origin_(origin) {

@@ -50,7 +50,7 @@ class StreamPipeline {
   // resume->position.offset. `watcher`, when given, sees the lines the RuleSet's watch patterns
   // matched (line_watcher.h) and must outlive the pipeline.
   StreamPipeline(std::shared_ptr<const RuleSet> rules, FindingSink* sink, MatchScratch* scratch,
-                 size_t max_line_bytes, const StreamOrigin* origin = nullptr,
+                 const FramingOptions& framing, const StreamOrigin* origin = nullptr,
                  const StreamResume* resume = nullptr, LineWatcher* watcher = nullptr);
 
   // Frames `bytes`; matches whenever a full batch is ready (with match-ahead: hands it to the

@@ -18,7 +18,7 @@ MatchedStream::MatchedStream(Options options)
                         : std::make_optional<StreamDiscovery>(
                               *options.wiring.discovery, origin_.source_id, origin_.stream_name,
                               options.wiring.rules->max_explain_window())),
-      pipeline_(options.wiring.rules, this, options.wiring.scratch, options.wiring.max_line_bytes,
+      pipeline_(options.wiring.rules, this, options.wiring.scratch, options.wiring.framing,
                 &origin_, &resume_, unrecognised_ ? &*unrecognised_ : nullptr),
       metrics_(*options.wiring.metrics),
       counters_(options.counters),

@@ -68,7 +68,7 @@ class MatchedStream : public ResumableConsumer, private FindingSink, private Bat
   struct Wiring {
     std::shared_ptr<const RuleSet> rules;
     MatchScratch* scratch = nullptr;
-    std::size_t max_line_bytes = 0;
+    FramingOptions framing;
     FindingSink* findings = nullptr;  // the agent's fan-out
     Metrics* metrics = nullptr;
     Discovery* discovery = nullptr;    // records the stream's unrecognised errors; null: none

@@ -1,7 +1,9 @@
 // Fuzzes LineFramer: the same bytes cut into random reads (empty reads too) must give exactly the
-// lines of a plain reference framing of the whole stream, no line may exceed max_line_bytes, and
-// the truncation count must match; StripAnsiInPlace must agree with StripAnsi. Input: byte 0 picks max_line_bytes, byte 1 seeds the read
-// sizes, the rest is the stream.
+// lines of a reference framing of the whole stream written the obvious way, in the format fuzzed
+// (plain, CRI or auto), no line may exceed max_line_bytes, and the truncation count must match;
+// StripAnsiInPlace must agree with StripAnsi, and a CRI prefix must be decided by a record's first
+// kMaxCriPrefixBytes bytes as by the whole record. Input: byte 0 picks max_line_bytes, byte 1
+// seeds the read sizes (low 6 bits) and picks the format (high 2 bits), the rest is the stream.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "agent/framing/ansi.h"
+#include "agent/framing/cri_record.h"
 #include "agent/framing/line_framer.h"
 
 namespace faultline {
@@ -47,8 +50,48 @@ Framed ReferenceFraming(std::string_view stream, size_t max_line_bytes) {
   return out;
 }
 
-Framed ChunkedFraming(std::string_view stream, size_t max_line_bytes, uint32_t seed) {
-  LineFramer framer(max_line_bytes);
+// The CRI contract: "\n" ends a record; a record with the prefix adds its message to the line
+// being joined and ends it unless tagged P; a record without it is a whole line; a stream that
+// ends inside a message ends that line.
+Framed ReferenceCriFraming(std::string_view stream, size_t max_line_bytes) {
+  Framed out;
+  std::string message;
+  bool open = false;
+  auto emit = [&] {
+    if (message.size() > max_line_bytes) {
+      message.resize(max_line_bytes);
+      ++out.truncated;
+    }
+    out.lines.push_back(StripAnsi(message));
+    message.clear();
+    open = false;
+  };
+  for (size_t at = 0; at < stream.size();) {
+    const size_t end = std::min(stream.find('\n', at), stream.size());
+    const std::string_view record = stream.substr(at, end - at);
+    const CriPrefix prefix = ParseCriPrefix(record);
+    message.append(record.substr(prefix.content_offset));
+    open = true;
+    if (!prefix.valid || !prefix.partial) emit();
+    at = end + 1;
+  }
+  if (open) emit();
+  return out;
+}
+
+// Auto: the stream's first line (up to its first "\n" or "\r") decides.
+Framed ReferenceFraming(std::string_view stream, size_t max_line_bytes, LineFormat format) {
+  if (format == LineFormat::kAuto) {
+    const std::string_view first = stream.substr(0, stream.find_first_of("\n\r"));
+    format = ParseCriPrefix(first).valid ? LineFormat::kCri : LineFormat::kPlain;
+  }
+  return format == LineFormat::kCri ? ReferenceCriFraming(stream, max_line_bytes)
+                                    : ReferenceFraming(stream, max_line_bytes);
+}
+
+Framed ChunkedFraming(std::string_view stream, size_t max_line_bytes, LineFormat format,
+                      uint32_t seed) {
+  LineFramer framer(max_line_bytes, format);
   LineBatch batch;
   uint32_t state = seed * 2654435761u + 1;
   for (size_t at = 0; at < stream.size();) {
@@ -76,11 +119,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2) return 0;
   // Mostly small limits, so that cutting and skipping are exercised; sometimes the default.
   const size_t max_line_bytes = data[0] < 192 ? 1 + data[0] % 64 : faultline::kDefaultMaxLineBytes;
-  const uint32_t seed = data[1];
+  const uint32_t seed = data[1] & 0x3f;
+  constexpr faultline::LineFormat kFormats[] = {
+      faultline::LineFormat::kPlain, faultline::LineFormat::kPlain, faultline::LineFormat::kCri,
+      faultline::LineFormat::kAuto};
+  const faultline::LineFormat format = kFormats[data[1] >> 6];
   const std::string_view stream(reinterpret_cast<const char*>(data) + 2, size - 2);
 
-  const faultline::Framed expected = faultline::ReferenceFraming(stream, max_line_bytes);
-  const faultline::Framed actual = faultline::ChunkedFraming(stream, max_line_bytes, seed);
+  const faultline::Framed expected = faultline::ReferenceFraming(stream, max_line_bytes, format);
+  const faultline::Framed actual = faultline::ChunkedFraming(stream, max_line_bytes, format, seed);
   for (const std::string& line : actual.lines) {
     if (line.size() > max_line_bytes || line.find('\n') != std::string::npos) std::abort();
   }
@@ -89,5 +136,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string in_place(stream);
   faultline::StripAnsiInPlace(in_place);
   if (in_place != faultline::StripAnsi(stream)) std::abort();
+  const faultline::CriPrefix whole = faultline::ParseCriPrefix(stream);
+  const faultline::CriPrefix head =
+      faultline::ParseCriPrefix(stream.substr(0, faultline::kMaxCriPrefixBytes));
+  if (whole.valid != head.valid || whole.partial != head.partial ||
+      whole.content_offset != head.content_offset) {
+    std::abort();
+  }
   return 0;
 }

@@ -64,6 +64,9 @@ class TailingTest : public ::testing::Test {
                         << extra;
     return path;
   }
+  void WriteFile(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ + "/" + name, std::ios::binary) << text;
+  }
   void Append(const std::string& name, const std::string& text) {
     std::ofstream(dir_ + "/" + name, std::ios::app | std::ios::binary) << text << std::flush;
   }
@@ -154,6 +157,42 @@ TEST_F(TailingTest, KubeletLinkedLogRotatedTenTimesFiftyMillisecondsApartIsCount
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   EXPECT_TRUE(CountsReach(10000, 100, std::chrono::seconds(20))) << Counts() << agent.Stderr();
+  EXPECT_EQ(0, agent.Stop(SIGTERM));
+}
+
+// What the shipped DaemonSet tails: /var/log/containers/*.log in the container runtime's format
+// (CRI: "<time> <stream> <P|F> <message>"). With the default input format each file is read as
+// what its program printed: a rule anchored at the start of a line matches under the prefix, a
+// message the runtime split into records is one line counted once, and a plain file beside it is
+// read as it is.
+TEST_F(TailingTest, AContainerRuntimeLogIsMatchedAsWhatTheProgramPrinted) {
+  WriteFile("rules/anchored.yaml",
+            "id: t.value_error\ntitle: ValueError\nseverity: error\ncategory: runtime\n"
+            "match: ['^ValueError: ']\nroot_cause: r\nfix: f\n");
+  fs::create_directories(dir_ + "/containers");
+  Append("containers/trainer.log", "");
+  Append("containers/plain.log", "");
+  Daemon agent({"run", "-c", WriteConfig("'containers/*.log'")});
+  ASSERT_TRUE(Eventually([&] { return agent.Stderr().find("following") != std::string::npos; }))
+      << agent.Stderr();
+  Append("containers/trainer.log",
+         "2024-05-01T12:00:00.100000000Z stderr F Traceback (most recent call last):\n"
+         "2024-05-01T12:00:00.200000000Z stderr F ValueError: bad input\n"
+         "2024-05-01T12:00:00.300000000Z stderr P torch.OutOfMemoryError: CUDA out of mem\n");
+  Append("containers/trainer.log",
+         "2024-05-01T12:00:00.300000000Z stderr F ory. Tried to allocate 2.00 GiB\n");
+  Append("containers/plain.log", "ValueError: plain\n");
+  constexpr char kValueError[] =
+      "faultline_signature_matches_total{severity=\"error\",signature=\"t.value_error\"}";
+  const auto reached = [&] {
+    const std::string m = Metrics();
+    return testing::Sample(m, kLines) == 4 && testing::Sample(m, kOom) == 1 &&
+           testing::Sample(m, kValueError) == 2;
+  };
+  EXPECT_TRUE(Eventually(reached, std::chrono::seconds(20)))
+      << Counts() << ", value errors " << testing::Sample(Metrics(), kValueError) << agent.Stderr();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_TRUE(reached()) << Counts();
   EXPECT_EQ(0, agent.Stop(SIGTERM));
 }
 

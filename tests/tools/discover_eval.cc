@@ -217,7 +217,7 @@ bool ScanWithDiscovery(const std::string& path, const std::shared_ptr<const Rule
     return false;
   }
   const Result<void> scanned =
-      ScanFd(fd, path, rules, scratch, 1 << 20, report, nullptr, &discovery);
+      ScanFd(fd, path, rules, scratch, FramingOptions{}, report, nullptr, &discovery);
   close(fd);
   const bool ok = scanned.ok();
   if (!ok) std::cerr << "discover_eval: " << JoinErrors(scanned.errors()) << "\n";

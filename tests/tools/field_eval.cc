@@ -84,7 +84,7 @@ bool Scan(const std::string& path, const std::shared_ptr<const RuleSet>& rules,
     return false;
   }
   const Result<void> scanned =
-      ScanFd(fd, path, rules, scratch, 1 << 20, report, nullptr, &discovery);
+      ScanFd(fd, path, rules, scratch, FramingOptions{}, report, nullptr, &discovery);
   close(fd);
   const bool ok = scanned.ok();
   if (!ok) std::cerr << "field_eval: " << JoinErrors(scanned.errors()) << "\n";

@@ -65,7 +65,7 @@ TEST_F(ConfigLoaderTest, OmittedKeysTakeTheirDefaults) {
   EXPECT_EQ(path, config.file);
   EXPECT_EQ(std::vector<std::string>{In("rules")}, config.rule_paths);
   EXPECT_EQ(2000, config.context_idle_flush_ms);
-  EXPECT_EQ(std::size_t{1} << 20, config.max_line_bytes);
+  EXPECT_EQ(std::size_t{1} << 20, config.framing.max_line_bytes);
   EXPECT_EQ("127.0.0.1", config.http_address);
   EXPECT_EQ(9464, config.http_port);
   EXPECT_EQ("info", config.log_level);
@@ -133,7 +133,7 @@ TEST_F(ConfigLoaderTest, EveryKeyIsRead) {
   const Config& config = result.value();
   EXPECT_EQ((std::vector<std::string>{In("pack_a"), In("pack_b")}), config.rule_paths);
   EXPECT_EQ(500, config.context_idle_flush_ms);
-  EXPECT_EQ(4096u, config.max_line_bytes);
+  EXPECT_EQ(4096u, config.framing.max_line_bytes);
   EXPECT_EQ("0.0.0.0", config.http_address);
   EXPECT_EQ(8080, config.http_port);
   EXPECT_EQ("debug", config.log_level);
@@ -366,8 +366,25 @@ TEST_F(ConfigLoaderTest, MaxLineBytesAcceptsItsBounds) {
     SCOPED_TRACE(value);
     Result<Config> result = LoadConfig(Write(std::string("framing:\n  max_line_bytes: ") + value));
     ASSERT_TRUE(result.ok()) << FormatErrors(result.errors());
-    EXPECT_EQ(std::stoull(value), result.value().max_line_bytes);
+    EXPECT_EQ(std::stoull(value), result.value().framing.max_line_bytes);
   }
+}
+
+TEST_F(ConfigLoaderTest, InputFormatIsAutoUnlessSetAndAnUnknownOneIsRejectedWithItsLine) {
+  Result<Config> defaults = LoadConfig(Write("framing:\n  max_line_bytes: 4096\n"));
+  ASSERT_TRUE(defaults.ok()) << FormatErrors(defaults.errors());
+  EXPECT_EQ(LineFormat::kAuto, defaults.value().framing.format);
+  for (const LineFormat format : {LineFormat::kAuto, LineFormat::kPlain, LineFormat::kCri}) {
+    Result<Config> result = LoadConfig(
+        Write("framing:\n  input_format: " + std::string(LineFormatName(format)) + "\n"));
+    ASSERT_TRUE(result.ok()) << FormatErrors(result.errors());
+    EXPECT_EQ(format, result.value().framing.format);
+  }
+  Result<Config> bad =
+      LoadConfig(Write("framing:\n  max_line_bytes: 4096\n  input_format: docker\n"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(LinesAndKeys(bad.errors()), ElementsAre(Pair(3, "framing.input_format")));
+  EXPECT_EQ("'docker' is not an input format (auto, plain, cri)", bad.errors()[0].message);
 }
 
 TEST_F(ConfigLoaderTest, EveryErrorOfOneLoadIsReportedTogether) {

@@ -54,7 +54,8 @@ struct Scan {
     const auto rules = Rules();
     MatchScratch scratch(rules->patterns());
     StreamDiscovery stream(discovery, "src", "train.log", rules->max_explain_window());
-    StreamPipeline pipeline(rules, &findings, &scratch, 1 << 20, nullptr, nullptr, &stream);
+    StreamPipeline pipeline(rules, &findings, &scratch, FramingOptions{}, nullptr, nullptr,
+                            &stream);
     for (size_t at = 0; at < text.size(); at += chunk) {
       pipeline.Feed(text.substr(at, chunk));
       pipeline.Drain();
@@ -204,7 +205,7 @@ TEST(StreamDiscovery, WithoutWatchPatternsNothingIsSeen) {
   Discovery discovery;
   StreamDiscovery stream(discovery, "", "x", 0);
   Findings findings;
-  StreamPipeline pipeline(rules, &findings, &scratch, 1 << 20, nullptr, nullptr, &stream);
+  StreamPipeline pipeline(rules, &findings, &scratch, FramingOptions{}, nullptr, nullptr, &stream);
   pipeline.Feed("ERROR: x\n");
   pipeline.Finish();
   EXPECT_EQ(0u, discovery.lines());
@@ -217,7 +218,7 @@ TEST(StreamDiscovery, HeldLinesAreBoundedAndReleasedWhenQuiet) {
   // A wide window holds every cue line until the stream is quiet.
   StreamDiscovery stream(discovery, "", "x", 100000);
   Findings findings;
-  StreamPipeline pipeline(rules, &findings, &scratch, 1 << 20, nullptr, nullptr, &stream);
+  StreamPipeline pipeline(rules, &findings, &scratch, FramingOptions{}, nullptr, nullptr, &stream);
   std::string log;
   for (size_t i = 0; i < StreamDiscovery::kMaxHeld + 10; ++i) log += "ERROR: bad " + std::to_string(i) + "\n";
   pipeline.Feed(log);

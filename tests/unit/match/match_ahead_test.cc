@@ -48,7 +48,7 @@ Scanned Scan(const std::shared_ptr<const RuleSet>& rules, const std::string& tex
   SeenFindings sink;
   BatchLog observer;
   MatchScratch scratch(rules->patterns());
-  StreamPipeline pipeline(rules, &sink, &scratch, kDefaultMaxLineBytes);
+  StreamPipeline pipeline(rules, &sink, &scratch, FramingOptions{});
   pipeline.set_observer(&observer);
   pipeline.set_match_ahead(ahead);
   std::mt19937 rng(seed);

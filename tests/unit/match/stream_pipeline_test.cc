@@ -50,7 +50,7 @@ TEST(StreamPipelineState, CommittedStopsAtAPendingHitAndAtAPartialLine) {
   MatchScratch scratch(rules->patterns());
   Lines sink;
   const StreamOrigin origin{"train", 1, "/logs/a.log"};
-  StreamPipeline pipeline(rules, &sink, &scratch, 1 << 20, &origin);
+  StreamPipeline pipeline(rules, &sink, &scratch, FramingOptions{}, &origin);
 
   const std::string settled = "step 1\nout of memory\n";  // 21 bytes, 2 lines
   pipeline.Feed(settled);
@@ -84,7 +84,7 @@ TEST(StreamPipelineState, AResumedPipelineNumbersLinesOnAndFindsWhatFollows) {
   MatchScratch scratch(rules->patterns());
   Lines sink;
   const std::string stream = "a\nb\nout of memory\nc\nout of memory\n";
-  StreamPipeline first(rules, &sink, &scratch, 1 << 20);
+  StreamPipeline first(rules, &sink, &scratch, FramingOptions{});
   first.Feed(stream.substr(0, 9));  // "a\nb\nout o"
   first.Drain();
   const StreamState s = first.State();
@@ -92,7 +92,7 @@ TEST(StreamPipelineState, AResumedPipelineNumbersLinesOnAndFindsWhatFollows) {
   ASSERT_EQ(2u, s.committed_line);
 
   const StreamResume resume{s.committed, s.committed_line};
-  StreamPipeline second(rules, &sink, &scratch, 1 << 20, nullptr, &resume);
+  StreamPipeline second(rules, &sink, &scratch, FramingOptions{}, nullptr, &resume);
   second.Feed(std::string_view(stream).substr(s.committed.offset));
   second.Finish();
   EXPECT_THAT(sink.lines, ElementsAre(3, 5));

@@ -77,7 +77,7 @@ class MatchedStreamTest : public ::testing::Test {
     return std::make_unique<MatchedStream>(MatchedStream::Options{
         .wiring = {.rules = rules_,
                    .scratch = &scratch_,
-                   .max_line_bytes = 1 << 20,
+                   .framing = FramingOptions{},
                    .findings = &events_,
                    .metrics = &metrics_,
                    .watcher = &events_,

@@ -1,0 +1,24 @@
+#include "agent/framing/framing_options.h"
+
+namespace faultline {
+
+std::optional<LineFormat> ParseLineFormat(std::string_view name) {
+  if (name == "auto") return LineFormat::kAuto;
+  if (name == "plain") return LineFormat::kPlain;
+  if (name == "cri") return LineFormat::kCri;
+  return std::nullopt;
+}
+
+std::string_view LineFormatName(LineFormat format) {
+  switch (format) {
+    case LineFormat::kAuto:
+      return "auto";
+    case LineFormat::kPlain:
+      return "plain";
+    case LineFormat::kCri:
+      return "cri";
+  }
+  return "auto";
+}
+
+}  // namespace faultline
