@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Rewrites the "Failure classes" tables at the end of rules/README.md from the loaded pack.
+"""Rewrites the "Failure classes" tables at the end of rules/README.md from the loaded pack, and
+the counts in README.md's summary of the pack.
 
 Usage: scripts/update-rules-readme.py [FAULTLINE_BINARY]   (default: build/debug/faultline)
 The RulePack integration test fails when a class or rule is missing from those tables.
@@ -57,4 +58,9 @@ text = readme.read_text()
 if "## Failure classes" in text:
     text = text[:text.index("## Failure classes")]
 readme.write_text(text.rstrip("\n") + "\n\n" + "\n".join(out))
+# The project README's one-line summary of the pack says the same counts.
+project_readme = root / "README.md"
+summary = re.sub(r"\d+ rules in \d+ failure classes", f"{len(rules)} rules in {len(classes)} failure classes",
+                 project_readme.read_text(), count=1)
+project_readme.write_text(summary)
 print(f"{len(rules)} rules, {len(classes)} classes")
