@@ -35,10 +35,11 @@ Options:
                        unrecognised errors are listed (discovery on its own)
   --format text|json   report for people (default) or one JSON object for machines
   --max-line-bytes N   cut lines longer than N bytes (default 1048576)
-  --input-format auto|plain|cri
+  --input-format auto|plain|cri|docker
                        what a line is: cri reads a Kubernetes container log (containerd,
-                       CRI-O: the time/stream/tag prefix removed, split messages joined);
-                       auto (default) reads each file as cri when its first line is one
+                       CRI-O: the time/stream/tag prefix removed, split messages joined),
+                       docker a Docker json-file log (the "log" string unescaped, split lines
+                       joined); auto (default) decides for each file by its first line
   --threads N          threads matching ahead of the reader (default: the CPUs this process may
                        use, at most 8; 1 matches on the reading thread); the findings are the same
   --fail-on-unrecognised

@@ -6,6 +6,7 @@ std::optional<LineFormat> ParseLineFormat(std::string_view name) {
   if (name == "auto") return LineFormat::kAuto;
   if (name == "plain") return LineFormat::kPlain;
   if (name == "cri") return LineFormat::kCri;
+  if (name == "docker") return LineFormat::kDocker;
   return std::nullopt;
 }
 
@@ -17,6 +18,8 @@ std::string_view LineFormatName(LineFormat format) {
       return "plain";
     case LineFormat::kCri:
       return "cri";
+    case LineFormat::kDocker:
+      return "docker";
   }
   return "auto";
 }

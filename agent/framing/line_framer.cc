@@ -14,6 +14,9 @@ namespace {
 // StreamPipeline matches a batch once it reaches 64 KiB, so it holds less than that.
 constexpr size_t kAdoptRoomBytes = 256 * 1024;
 
+// How many bytes of a Docker record are decoded at a time (the decoded copy is no longer).
+constexpr size_t kDockerDecodeBytes = 64 * 1024;
+
 }  // namespace
 
 // Where the next "\n", "\r" and ESC are in one Feed call's bytes. Each is searched again only
@@ -45,15 +48,15 @@ LineFramer::LineFramer(size_t max_line_bytes, LineFormat format)
     : max_line_bytes_(std::max<size_t>(max_line_bytes, 1)), format_(format) {}
 
 FramerPosition LineFramer::resume_point() const {
-  if (format_ != LineFormat::kCri) {
+  if (format_ != LineFormat::kCri && format_ != LineFormat::kDocker) {
     return FramerPosition{skipping_ ? fed_ : line_start_, skipping_, after_cr_};
   }
   // A message is read again from its first record; a cut one is skipped from the record being
   // read (or the next), whose tag says whether the message ends there.
-  const bool in_record = !cri_head_.empty() || in_cri_record_;
-  if (skipping_) return FramerPosition{in_record ? cri_record_start_ : fed_, true, false};
-  if (cri_continues_) return FramerPosition{line_start_, false, false};
-  return FramerPosition{in_record ? cri_record_start_ : fed_, false, false};
+  const bool in_record = !cri_head_.empty() || in_record_;
+  if (skipping_) return FramerPosition{in_record ? record_start_ : fed_, true, false};
+  if (message_continues_) return FramerPosition{line_start_, false, false};
+  return FramerPosition{in_record ? record_start_ : fed_, false, false};
 }
 
 void LineFramer::EmitLine(std::string_view raw, LineBatch& batch) {
@@ -132,13 +135,23 @@ bool LineFramer::Decide(std::string_view bytes, bool at_end) {
     return false;
   }
   const std::string_view first(undecided_.data(), std::min(terminator, undecided_.size()));
-  format_ = !after_cr_ && ParseCriPrefix(first).valid ? LineFormat::kCri : LineFormat::kPlain;
+  if (after_cr_) {
+    format_ = LineFormat::kPlain;
+  } else if (ParseCriPrefix(first).valid) {
+    format_ = LineFormat::kCri;
+  } else if (first.starts_with(kDockerJsonPrefix)) {
+    format_ = LineFormat::kDocker;
+  } else {
+    format_ = LineFormat::kPlain;
+  }
   return true;
 }
 
 void LineFramer::FeedDecided(std::string_view bytes, LineBatch& batch) {
   if (format_ == LineFormat::kCri) {
     FeedCri(bytes, batch);
+  } else if (format_ == LineFormat::kDocker) {
+    FeedDocker(bytes, batch);
   } else {
     FeedPlain(bytes, batch);
   }
@@ -212,20 +225,21 @@ void LineFramer::FeedCri(std::string_view bytes, LineBatch& batch) {
   while (p != end) {
     const void* found = std::memchr(p, '\n', end - p);
     const char* const newline = found != nullptr ? static_cast<const char*>(found) : end;
-    if (in_cri_record_) {
-      AppendCriMessage(std::string_view(p, newline - p), batch);
+    if (in_record_) {
+      AppendRecordMessage(std::string_view(p, newline - p), batch);
     } else if (cri_head_.empty() && newline != end) {
-      cri_record_start_ = at(p);
+      record_start_ = at(p);
       const std::string_view message = BeginCriRecord(std::string_view(p, newline - p));
-      if (!cri_partial_ && !cri_continues_ && !skipping_ && message.size() <= max_line_bytes_) {
+      if (!record_partial_ && !message_continues_ && !skipping_ &&
+          message.size() <= max_line_bytes_) {
         EmitLine(message, batch);
-        in_cri_record_ = false;
+        in_record_ = false;
         p = newline + 1;
         continue;
       }
-      AppendCriMessage(message, batch);
+      AppendRecordMessage(message, batch);
     } else {
-      if (cri_head_.empty()) cri_record_start_ = at(p);
+      if (cri_head_.empty()) record_start_ = at(p);
       const size_t room = kMaxCriPrefixBytes - cri_head_.size();
       const size_t taken = std::min<size_t>(room, newline - p);
       cri_head_.append(p, taken);
@@ -234,31 +248,65 @@ void LineFramer::FeedCri(std::string_view bytes, LineBatch& batch) {
       if (!record_ended && cri_head_.size() < kMaxCriPrefixBytes) continue;  // p == end
       const std::string head = std::move(cri_head_);
       cri_head_.clear();
-      AppendCriMessage(BeginCriRecord(head), batch);
+      AppendRecordMessage(BeginCriRecord(head), batch);
       if (!record_ended) continue;  // the record's message goes on
     }
     if (newline == end) return;
-    EndCriRecord(batch);
+    EndRecord(batch);
+    p = newline + 1;
+  }
+}
+
+// Docker json-file records: each "\n"-terminated line of the file is decoded as its bytes arrive
+// (docker_json_record.h); the decoded message bytes go to partial_, and the record's end says
+// whether the message ended there.
+void LineFramer::FeedDocker(std::string_view bytes, LineBatch& batch) {
+  const char* p = bytes.data();
+  const char* const end = p + bytes.size();
+  const uint64_t base = fed_;
+  fed_ += bytes.size();
+  while (p != end) {
+    const void* found = std::memchr(p, '\n', end - p);
+    const char* const newline = found != nullptr ? static_cast<const char*>(found) : end;
+    if (!in_record_) {
+      in_record_ = true;
+      record_start_ = base + static_cast<uint64_t>(p - bytes.data());
+      if (!message_continues_ && !skipping_) line_start_ = record_start_;
+      docker_record_.Begin();
+    }
+    // In pieces, so that a huge record is never held decoded beyond max_line_bytes.
+    for (const char* piece = p; piece != newline;) {
+      const size_t n = std::min<size_t>(kDockerDecodeBytes, newline - piece);
+      decoded_.clear();
+      docker_record_.Feed(std::string_view(piece, n), decoded_);
+      AppendRecordMessage(decoded_, batch);
+      piece += n;
+    }
+    if (newline == end) return;
+    decoded_.clear();
+    record_partial_ = !docker_record_.End(decoded_);
+    AppendRecordMessage(decoded_, batch);
+    EndRecord(batch);
     p = newline + 1;
   }
 }
 
 std::string_view LineFramer::BeginCriRecord(std::string_view head) {
   const CriPrefix prefix = ParseCriPrefix(head);
-  cri_partial_ = prefix.partial;
-  in_cri_record_ = true;
-  if (!cri_continues_ && !skipping_) line_start_ = cri_record_start_;
+  record_partial_ = prefix.partial;
+  in_record_ = true;
+  if (!message_continues_ && !skipping_) line_start_ = record_start_;
   return head.substr(prefix.content_offset);
 }
 
-void LineFramer::AppendCriMessage(std::string_view bytes, LineBatch& batch) {
+void LineFramer::AppendRecordMessage(std::string_view bytes, LineBatch& batch) {
   if (!bytes.empty()) AppendPartial(bytes, batch);
 }
 
-void LineFramer::EndCriRecord(LineBatch& batch) {
-  in_cri_record_ = false;
-  cri_continues_ = cri_partial_;
-  if (cri_continues_) return;
+void LineFramer::EndRecord(LineBatch& batch) {
+  in_record_ = false;
+  message_continues_ = record_partial_;
+  if (message_continues_) return;
   if (skipping_) {
     skipping_ = false;  // the cut message ends here; its first part was emitted already
   } else {
@@ -270,7 +318,7 @@ void LineFramer::TakeCriHead(LineBatch& batch) {
   if (cri_head_.empty()) return;
   const std::string head = std::move(cri_head_);
   cri_head_.clear();
-  AppendCriMessage(BeginCriRecord(head), batch);
+  AppendRecordMessage(BeginCriRecord(head), batch);
 }
 
 void LineFramer::FlushPartial(LineBatch& batch) {
@@ -281,9 +329,15 @@ void LineFramer::FlushPartial(LineBatch& batch) {
     FeedDecided(held, batch);
   }
   if (skipping_) return;
-  if (format_ == LineFormat::kCri) {
-    TakeCriHead(batch);
-    if (skipping_ || !InCriMessage()) return;
+  if (format_ == LineFormat::kCri || format_ == LineFormat::kDocker) {
+    if (format_ == LineFormat::kCri) {
+      TakeCriHead(batch);
+    } else if (in_record_) {
+      decoded_.clear();
+      docker_record_.TakeHeld(decoded_);
+      AppendRecordMessage(decoded_, batch);
+    }
+    if (skipping_ || !InRecordMessage()) return;
   } else if (partial_.empty()) {
     return;
   }
@@ -298,10 +352,16 @@ void LineFramer::Finish(LineBatch& batch) {
     undecided_.clear();
     FeedDecided(held, batch);
   }
-  if (format_ == LineFormat::kCri) {
-    TakeCriHead(batch);
-    if (!skipping_ && InCriMessage()) EmitPartial(batch);
-    in_cri_record_ = cri_partial_ = cri_continues_ = false;
+  if (format_ == LineFormat::kCri || format_ == LineFormat::kDocker) {
+    if (format_ == LineFormat::kCri) {
+      TakeCriHead(batch);
+    } else if (in_record_) {
+      decoded_.clear();
+      docker_record_.End(decoded_);
+      AppendRecordMessage(decoded_, batch);
+    }
+    if (!skipping_ && InRecordMessage()) EmitPartial(batch);
+    in_record_ = record_partial_ = message_continues_ = false;
   } else if (!partial_.empty()) {
     EmitPartial(batch);
   }
@@ -314,8 +374,8 @@ void LineFramer::Resume(const FramerPosition& position) {
   partial_.clear();
   undecided_.clear();
   cri_head_.clear();
-  in_cri_record_ = cri_partial_ = cri_continues_ = false;
-  fed_ = line_start_ = cri_record_start_ = position.offset;
+  in_record_ = record_partial_ = message_continues_ = false;
+  fed_ = line_start_ = record_start_ = position.offset;
   skipping_ = position.in_cut_line;
   after_cr_ = position.after_cr;
 }

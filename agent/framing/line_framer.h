@@ -10,12 +10,12 @@
 //   once (not grown by doubling) and handed to the batch when it ends, not copied.
 // - Bytes are passed through as they are: invalid UTF-8 is matched as bytes and sanitised only at
 //   the edges (utf8.h).
-// - In the CRI format (framing_options.h) a line is a record of the container runtime: its prefix
-//   is removed, a message split into P records is joined into one line (cut at max_line_bytes
-//   like any line), and only "\n" ends a record, so a "\r" a program printed stays inside its
-//   line. A line's stream offset is where the first record of its message begins. In the auto
-//   format the stream's first line decides between CRI and plain (held until it has a "\n", a
-//   "\r" or kMaxCriPrefixBytes bytes).
+// - In the CRI and Docker formats (framing_options.h) a line is a record of the container runtime:
+//   its prefix is removed (CRI) or its message unescaped (Docker's JSON), a message split into
+//   several records is joined into one line (cut at max_line_bytes like any line), and only "\n"
+//   ends a record, so a "\r" a program printed stays inside its line. A line's stream offset is
+//   where the first record of its message begins. In the auto format the stream's first line
+//   decides between the three (held until it has a "\n", a "\r" or kMaxCriPrefixBytes bytes).
 // Bytes after the last terminator are kept until more arrive or Finish() flushes them as a line.
 // The framer counts the stream's bytes, so every line it emits knows where it began, and
 // resume_point() says where a reader that restarts must begin so that no line is read twice or
@@ -29,6 +29,7 @@
 #include <string>
 #include <string_view>
 
+#include "agent/framing/docker_json_record.h"
 #include "agent/framing/framing_options.h"
 #include "agent/framing/line_batch.h"
 
@@ -68,7 +69,7 @@ class LineFramer {
   uint64_t bytes_fed() const { return fed_ + undecided_.size(); }
   // A line is open and not yet matched (a line being skipped is not).
   bool has_partial() const {
-    return !partial_.empty() || !undecided_.empty() || (!skipping_ && InCriMessage());
+    return !partial_.empty() || !undecided_.empty() || (!skipping_ && InRecordMessage());
   }
   uint64_t truncated_lines() const { return truncated_lines_; }
   // kAuto until the first line has decided.
@@ -82,14 +83,15 @@ class LineFramer {
   void FeedDecided(std::string_view bytes, LineBatch& batch);
   void FeedPlain(std::string_view bytes, LineBatch& batch);
   void FeedCri(std::string_view bytes, LineBatch& batch);
+  void FeedDocker(std::string_view bytes, LineBatch& batch);
   // CRI: the record starting at record_start_ has `head` as its first bytes (all of them when the
   // record has ended); takes its prefix and returns the message bytes in `head`.
   std::string_view BeginCriRecord(std::string_view head);
-  void AppendCriMessage(std::string_view bytes, LineBatch& batch);
-  void EndCriRecord(LineBatch& batch);
+  void AppendRecordMessage(std::string_view bytes, LineBatch& batch);
+  void EndRecord(LineBatch& batch);
   // CRI: a record's head is held; it is taken as it is (the stream went quiet or ended).
   void TakeCriHead(LineBatch& batch);
-  bool InCriMessage() const { return !cri_head_.empty() || in_cri_record_ || cri_continues_; }
+  bool InRecordMessage() const { return !cri_head_.empty() || in_record_ || message_continues_; }
   const char* FeedPlainLines(const char* p, uint64_t at, NextBytes& next, LineBatch& batch);
   void EmitLine(std::string_view raw, LineBatch& batch);
   void EmitPartial(LineBatch& batch);
@@ -106,12 +108,14 @@ class LineFramer {
   uint64_t fed_ = 0;         // stream offset of the next byte to be fed
   uint64_t line_start_ = 0;  // stream offset where the line being assembled began
 
-  // CRI records (partial_ holds the message being joined).
-  std::string cri_head_;        // the first bytes of a record, until its prefix can be read
-  bool in_cri_record_ = false;  // the record's prefix is read; its message bytes follow
-  bool cri_partial_ = false;    // the record being read is a P record
-  bool cri_continues_ = false;  // the last record was a P record: its message goes on
-  uint64_t cri_record_start_ = 0;
+  // Container runtime records, CRI or Docker (partial_ holds the message being joined).
+  bool in_record_ = false;          // inside a record (CRI: its prefix is read)
+  bool record_partial_ = false;     // the record's message goes on in the next record
+  bool message_continues_ = false;  // the last record ended inside its message
+  uint64_t record_start_ = 0;
+  std::string cri_head_;  // CRI: the first bytes of a record, until its prefix can be read
+  DockerJsonRecord docker_record_;  // Docker: the record being decoded
+  std::string decoded_;             // Docker: the message bytes of one piece, decoded
 };
 
 }  // namespace faultline

@@ -1,19 +1,22 @@
 // Fuzzes LineFramer: the same bytes cut into random reads (empty reads too) must give exactly the
 // lines of a reference framing of the whole stream written the obvious way, in the format fuzzed
-// (plain, CRI or auto), no line may exceed max_line_bytes, and the truncation count must match;
-// StripAnsiInPlace must agree with StripAnsi, and a CRI prefix must be decided by a record's first
-// kMaxCriPrefixBytes bytes as by the whole record. Input: byte 0 picks max_line_bytes, byte 1
+// (plain, CRI, Docker or auto), no line may exceed max_line_bytes, and the truncation count must
+// match; StripAnsiInPlace must agree with StripAnsi, and a CRI prefix must be decided by a record's
+// first kMaxCriPrefixBytes bytes as by the whole record. Input: byte 0 picks max_line_bytes, byte 1
 // seeds the read sizes (low 6 bits) and picks the format (high 2 bits), the rest is the stream.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "agent/framing/ansi.h"
 #include "agent/framing/cri_record.h"
+#include "agent/framing/docker_json_record.h"
 #include "agent/framing/line_framer.h"
 
 namespace faultline {
@@ -79,14 +82,84 @@ Framed ReferenceCriFraming(std::string_view stream, size_t max_line_bytes) {
   return out;
 }
 
+// What a Docker record's message is, from an independent JSON parser: the "log" string, its final
+// "\n" (or "\r\n") removed, a newline inside it a space. Nothing when nlohmann::json does not
+// read the record as an object whose first key is a string "log", or when the record does not
+// begin with kDockerJsonPrefix or has "log" twice (Docker writes neither; nlohmann keeps the last
+// value, the decoder the first).
+std::optional<std::string> DockerMessageByJson(std::string_view record, bool& ended) {
+  if (!record.starts_with(kDockerJsonPrefix) ||  // JSON allows whitespace first; Docker does not
+      record.find("\"log\"", kDockerJsonPrefix.size()) != std::string_view::npos) {
+    return std::nullopt;
+  }
+  const auto doc = nlohmann::ordered_json::parse(record, nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object() || doc.empty() || doc.begin().key() != "log" ||
+      !doc.begin().value().is_string()) {
+    return std::nullopt;
+  }
+  std::string log = doc.begin().value().get<std::string>();
+  ended = !log.empty() && log.back() == '\n';
+  if (ended) {
+    log.pop_back();
+    if (!log.empty() && log.back() == '\r') log.pop_back();
+  }
+  std::string out;
+  for (size_t i = 0; i < log.size(); ++i) {
+    if (log[i] == '\r' && i + 1 < log.size() && log[i + 1] == '\n') continue;
+    out += log[i] == '\n' ? ' ' : log[i];
+  }
+  return out;
+}
+
+// The Docker contract: "\n" ends a record; its decoded message is added to the line being joined,
+// which it ends unless its "log" string had no final "\n"; the decoder, given each record whole,
+// must agree with a JSON parser wherever that parser reads the record.
+Framed ReferenceDockerFraming(std::string_view stream, size_t max_line_bytes) {
+  Framed out;
+  std::string message;
+  bool open = false;
+  auto emit = [&] {
+    if (message.size() > max_line_bytes) {
+      message.resize(max_line_bytes);
+      ++out.truncated;
+    }
+    out.lines.push_back(StripAnsi(message));
+    message.clear();
+    open = false;
+  };
+  for (size_t at = 0; at < stream.size();) {
+    const size_t end = std::min(stream.find('\n', at), stream.size());
+    const std::string_view record = stream.substr(at, end - at);
+    DockerJsonRecord decoder;
+    decoder.Begin();
+    std::string decoded;
+    decoder.Feed(record, decoded);
+    const bool ended = decoder.End(decoded);
+    bool json_ended = false;
+    if (const auto by_json = DockerMessageByJson(record, json_ended);
+        by_json && (*by_json != decoded || json_ended != ended)) {
+      std::abort();
+    }
+    message += decoded;
+    open = true;
+    if (ended) emit();
+    at = end + 1;
+  }
+  if (open) emit();
+  return out;
+}
+
 // Auto: the stream's first line (up to its first "\n" or "\r") decides.
 Framed ReferenceFraming(std::string_view stream, size_t max_line_bytes, LineFormat format) {
   if (format == LineFormat::kAuto) {
     const std::string_view first = stream.substr(0, stream.find_first_of("\n\r"));
-    format = ParseCriPrefix(first).valid ? LineFormat::kCri : LineFormat::kPlain;
+    format = ParseCriPrefix(first).valid            ? LineFormat::kCri
+             : first.starts_with(kDockerJsonPrefix) ? LineFormat::kDocker
+                                                    : LineFormat::kPlain;
   }
-  return format == LineFormat::kCri ? ReferenceCriFraming(stream, max_line_bytes)
-                                    : ReferenceFraming(stream, max_line_bytes);
+  if (format == LineFormat::kCri) return ReferenceCriFraming(stream, max_line_bytes);
+  if (format == LineFormat::kDocker) return ReferenceDockerFraming(stream, max_line_bytes);
+  return ReferenceFraming(stream, max_line_bytes);
 }
 
 Framed ChunkedFraming(std::string_view stream, size_t max_line_bytes, LineFormat format,
@@ -121,7 +194,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const size_t max_line_bytes = data[0] < 192 ? 1 + data[0] % 64 : faultline::kDefaultMaxLineBytes;
   const uint32_t seed = data[1] & 0x3f;
   constexpr faultline::LineFormat kFormats[] = {
-      faultline::LineFormat::kPlain, faultline::LineFormat::kPlain, faultline::LineFormat::kCri,
+      faultline::LineFormat::kPlain, faultline::LineFormat::kDocker, faultline::LineFormat::kCri,
       faultline::LineFormat::kAuto};
   const faultline::LineFormat format = kFormats[data[1] >> 6];
   const std::string_view stream(reinterpret_cast<const char*>(data) + 2, size - 2);

@@ -161,10 +161,10 @@ TEST_F(TailingTest, KubeletLinkedLogRotatedTenTimesFiftyMillisecondsApartIsCount
 }
 
 // What the shipped DaemonSet tails: /var/log/containers/*.log in the container runtime's format
-// (CRI: "<time> <stream> <P|F> <message>"). With the default input format each file is read as
-// what its program printed: a rule anchored at the start of a line matches under the prefix, a
-// message the runtime split into records is one line counted once, and a plain file beside it is
-// read as it is.
+// (CRI: "<time> <stream> <P|F> <message>"), or Docker's json-file records. With the default
+// input format each file is read as what its program printed: a rule anchored at the start of a
+// line matches under the prefix or inside the JSON, a message the runtime split into records is
+// one line counted once, and a plain file beside them is read as it is.
 TEST_F(TailingTest, AContainerRuntimeLogIsMatchedAsWhatTheProgramPrinted) {
   WriteFile("rules/anchored.yaml",
             "id: t.value_error\ntitle: ValueError\nseverity: error\ncategory: runtime\n"
@@ -172,6 +172,7 @@ TEST_F(TailingTest, AContainerRuntimeLogIsMatchedAsWhatTheProgramPrinted) {
   fs::create_directories(dir_ + "/containers");
   Append("containers/trainer.log", "");
   Append("containers/plain.log", "");
+  Append("containers/docker.log", "");
   Daemon agent({"run", "-c", WriteConfig("'containers/*.log'")});
   ASSERT_TRUE(Eventually([&] { return agent.Stderr().find("following") != std::string::npos; }))
       << agent.Stderr();
@@ -182,12 +183,16 @@ TEST_F(TailingTest, AContainerRuntimeLogIsMatchedAsWhatTheProgramPrinted) {
   Append("containers/trainer.log",
          "2024-05-01T12:00:00.300000000Z stderr F ory. Tried to allocate 2.00 GiB\n");
   Append("containers/plain.log", "ValueError: plain\n");
+  // Docker's json-file driver (a dockershim node, or `docker run` on a host).
+  Append("containers/docker.log",
+         "{\"log\":\"Traceback (most recent call last):\\n\",\"stream\":\"stderr\"}\n"
+         "{\"log\":\"\\u001b[31mValueError: \\\"x\\\"\\n\",\"stream\":\"stderr\"}\n");
   constexpr char kValueError[] =
       "faultline_signature_matches_total{severity=\"error\",signature=\"t.value_error\"}";
   const auto reached = [&] {
     const std::string m = Metrics();
-    return testing::Sample(m, kLines) == 4 && testing::Sample(m, kOom) == 1 &&
-           testing::Sample(m, kValueError) == 2;
+    return testing::Sample(m, kLines) == 6 && testing::Sample(m, kOom) == 1 &&
+           testing::Sample(m, kValueError) == 3;
   };
   EXPECT_TRUE(Eventually(reached, std::chrono::seconds(20)))
       << Counts() << ", value errors " << testing::Sample(Metrics(), kValueError) << agent.Stderr();

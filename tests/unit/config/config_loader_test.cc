@@ -374,17 +374,18 @@ TEST_F(ConfigLoaderTest, InputFormatIsAutoUnlessSetAndAnUnknownOneIsRejectedWith
   Result<Config> defaults = LoadConfig(Write("framing:\n  max_line_bytes: 4096\n"));
   ASSERT_TRUE(defaults.ok()) << FormatErrors(defaults.errors());
   EXPECT_EQ(LineFormat::kAuto, defaults.value().framing.format);
-  for (const LineFormat format : {LineFormat::kAuto, LineFormat::kPlain, LineFormat::kCri}) {
+  for (const LineFormat format :
+       {LineFormat::kAuto, LineFormat::kPlain, LineFormat::kCri, LineFormat::kDocker}) {
     Result<Config> result = LoadConfig(
         Write("framing:\n  input_format: " + std::string(LineFormatName(format)) + "\n"));
     ASSERT_TRUE(result.ok()) << FormatErrors(result.errors());
     EXPECT_EQ(format, result.value().framing.format);
   }
   Result<Config> bad =
-      LoadConfig(Write("framing:\n  max_line_bytes: 4096\n  input_format: docker\n"));
+      LoadConfig(Write("framing:\n  max_line_bytes: 4096\n  input_format: json\n"));
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(LinesAndKeys(bad.errors()), ElementsAre(Pair(3, "framing.input_format")));
-  EXPECT_EQ("'docker' is not an input format (auto, plain, cri)", bad.errors()[0].message);
+  EXPECT_EQ("'json' is not an input format (auto, plain, cri, docker)", bad.errors()[0].message);
 }
 
 TEST_F(ConfigLoaderTest, EveryErrorOfOneLoadIsReportedTogether) {

@@ -255,10 +255,11 @@ TEST(CriFraming, PiecesAndResumesAnywhereFrameEveryMessageOnce) {
 }
 
 TEST(FramingOptions, FormatNamesRoundTrip) {
-  for (const LineFormat format : {LineFormat::kAuto, LineFormat::kPlain, LineFormat::kCri}) {
+  for (const LineFormat format :
+       {LineFormat::kAuto, LineFormat::kPlain, LineFormat::kCri, LineFormat::kDocker}) {
     EXPECT_EQ(format, ParseLineFormat(LineFormatName(format)));
   }
-  EXPECT_EQ(std::nullopt, ParseLineFormat("docker"));
+  EXPECT_EQ(std::nullopt, ParseLineFormat("json"));
   EXPECT_EQ(std::nullopt, ParseLineFormat("CRI"));
 }
 

@@ -1,0 +1,217 @@
+// Docker's json-file log records: the decoder (docker_json_record.h) and the framer reading them
+// as the lines a program printed (line_framer.h), in the docker and auto formats. Records are
+// written by nlohmann::json, as an independent JSON writer stands in for Docker's.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "agent/framing/docker_json_record.h"
+#include "agent/framing/framing_options.h"
+#include "agent/framing/line_framer.h"
+
+namespace faultline {
+namespace {
+
+using ::testing::ElementsAre;
+using DockerStrings = std::vector<std::string>;
+
+// One record as the json-file driver writes it: "log" first, then "stream" and "time".
+std::string DockerRecord(const std::string& log, std::string_view stream = "stderr") {
+  nlohmann::ordered_json record;
+  record["log"] = log;
+  record["stream"] = stream;
+  record["time"] = "2024-05-01T12:00:00.123456789Z";
+  return record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+DockerStrings DockerLines(const LineBatch& batch) {
+  DockerStrings out;
+  for (size_t i = 0; i < batch.size(); ++i) out.emplace_back(batch.line(i));
+  return out;
+}
+
+DockerStrings DockerFrame(std::string_view bytes, LineFormat format = LineFormat::kDocker,
+                          size_t max = kDefaultMaxLineBytes) {
+  LineFramer framer(max, format);
+  LineBatch batch;
+  framer.Feed(bytes, batch);
+  framer.Finish(batch);
+  return DockerLines(batch);
+}
+
+// Decodes one record (without its "\n") with the decoder alone.
+std::pair<std::string, bool> Decode(std::string_view record) {
+  DockerJsonRecord decoder;
+  decoder.Begin();
+  std::string out;
+  decoder.Feed(record, out);
+  const bool ended = decoder.End(out);
+  return {out, ended};
+}
+
+TEST(DockerJsonRecord, TheLogStringIsTheMessageAndItsNewlineEndsIt) {
+  EXPECT_EQ(
+      std::make_pair(std::string("Traceback (most recent call last):"), true),
+      Decode(R"({"log":"Traceback (most recent call last):\n","stream":"stderr","time":"t"})"));
+  // Split by the driver: no "\n", the next record goes on.
+  EXPECT_EQ(std::make_pair(std::string("RuntimeError: CUDA out"), false),
+            Decode(R"({"log":"RuntimeError: CUDA out","stream":"stderr","time":"t"})"));
+  EXPECT_EQ(std::make_pair(std::string("dir C:\\build"), true),
+            Decode(R"({"log":"dir C:\\build\r\n","stream":"stdout","time":"t"})"));
+}
+
+TEST(DockerJsonRecord, EscapesAreDecoded) {
+  EXPECT_EQ("\"q\" \\ / \t \x1b[31mred \xc3\xa9 \xf0\x9f\x98\x80 \x7f",
+            Decode(R"({"log":"\"q\" \\ \/ \t \u001b[31mred \u00e9 \ud83d\ude00 \u007f\n"})").first);
+  // A lone surrogate half, or a broken \u, is replaced rather than passed on as invalid UTF-8.
+  EXPECT_EQ(
+      "a\xef\xbf\xbd"
+      "b",
+      Decode(R"({"log":"a\ud83db\n"})").first);
+  EXPECT_EQ(
+      "a\xef\xbf\xbd"
+      "b",
+      Decode(R"({"log":"a\ude00b\n"})").first);
+  EXPECT_EQ("a\xef\xbf\xbdzz", Decode(R"({"log":"a\u12zz\n"})").first);
+  // A newline the driver would never leave inside a line keeps the message one line.
+  EXPECT_EQ("one two three", Decode(R"({"log":"one\ntwo\r\nthree\n"})").first);
+  EXPECT_EQ("10%\r100%", Decode(R"({"log":"10%\r100%\n"})").first);
+}
+
+TEST(DockerJsonRecord, WhatIsNotARecordIsKeptAsItIs) {
+  EXPECT_EQ(std::make_pair(std::string("plain text"), true), Decode("plain text"));
+  EXPECT_EQ(std::make_pair(std::string("{\"lo"), true), Decode("{\"lo"));
+  EXPECT_EQ(std::make_pair(std::string("{\"level\":\"error\"}"), true),
+            Decode("{\"level\":\"error\"}"));
+  // Cut inside its string: what it holds is the message.
+  EXPECT_EQ(std::make_pair(std::string("cut"), true), Decode(R"({"log":"cut)"));
+}
+
+TEST(DockerFraming, RecordsAreTheLinesTheProgramPrintedAndBeginWhereTheirRecordBegins) {
+  const std::string a = DockerRecord("Traceback (most recent call last):\n");
+  const std::string b = DockerRecord("\x1b[31mValueError: bad input\x1b[0m\n", "stdout");
+  LineFramer framer(kDefaultMaxLineBytes, LineFormat::kDocker);
+  LineBatch batch;
+  framer.Feed(a + b, batch);
+  framer.Finish(batch);
+  EXPECT_THAT(DockerLines(batch),
+              ElementsAre("Traceback (most recent call last):", "ValueError: bad input"));
+  EXPECT_EQ(0u, batch.stream_begin(0));
+  EXPECT_EQ(a.size(), batch.stream_begin(1));
+}
+
+TEST(DockerFraming, ALineTheDriverSplitIsJoinedAndCutOnceOverTheLimit) {
+  const std::string split = DockerRecord("RuntimeError: CUDA out") + DockerRecord(" of memory.") +
+                            DockerRecord(" Tried to allocate 2.00 GiB\n") + DockerRecord("next\n");
+  EXPECT_EQ((DockerStrings{"RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB", "next"}),
+            DockerFrame(split));
+  LineFramer framer(16, LineFormat::kDocker);
+  LineBatch batch;
+  framer.Feed(DockerRecord("0123456789") + DockerRecord("abcdefghij") + DockerRecord("KLM\n") +
+                  DockerRecord("after\n"),
+              batch);
+  framer.Finish(batch);
+  EXPECT_THAT(DockerLines(batch), ElementsAre("0123456789abcdef", "after"));
+  EXPECT_EQ(1u, framer.truncated_lines());
+}
+
+TEST(DockerFraming, AHugeRecordIsCutAtTheLimitAndTheNextOneRead) {
+  constexpr size_t kMax = 4096;
+  LineFramer framer(kMax, LineFormat::kDocker);
+  LineBatch batch;
+  framer.Feed(DockerRecord(std::string(8 << 20, 'x') + "\n") + DockerRecord("after\n"), batch);
+  framer.Finish(batch);
+  ASSERT_EQ(2u, batch.size());
+  EXPECT_EQ(kMax, batch.line(0).size());
+  EXPECT_EQ("after", batch.line(1));
+}
+
+TEST(DockerFraming, AFlushedMessageIsALineOnceAndTheRestOfItIsSkipped) {
+  LineFramer framer(kDefaultMaxLineBytes, LineFormat::kDocker);
+  LineBatch batch;
+  framer.Feed(DockerRecord("Killed by"), batch);
+  EXPECT_TRUE(framer.has_partial());
+  framer.FlushPartial(batch);
+  EXPECT_FALSE(framer.has_partial());
+  framer.Feed(DockerRecord(" signal 9\n") + DockerRecord("next\n"), batch);
+  framer.Finish(batch);
+  EXPECT_THAT(DockerLines(batch), ElementsAre("Killed by", "next"));
+}
+
+TEST(DockerFraming, AutoReadsADockerLogAsDockerAndAJsonAppLogAsPlain) {
+  LineFramer docker(kDefaultMaxLineBytes, LineFormat::kAuto);
+  LineBatch batch;
+  docker.Feed(DockerRecord("a\n") + "not a record\n" + DockerRecord("b\n"), batch);
+  EXPECT_EQ(LineFormat::kDocker, docker.format());
+  EXPECT_THAT(DockerLines(batch), ElementsAre("a", "not a record", "b"));
+  // An application's own JSON lines are not Docker records: they stay as they are.
+  EXPECT_EQ((DockerStrings{R"({"level":"error","msg":"x"})"}),
+            DockerFrame(R"({"level":"error","msg":"x"})"
+                        "\n",
+                        LineFormat::kAuto));
+}
+
+// Random records fed in random pieces, stopped anywhere and resumed at resume_point(), give the
+// lines of one framer over the whole stream, each beginning at a record's start.
+TEST(DockerFraming, PiecesAndResumesAnywhereFrameEveryMessageOnce) {
+  std::mt19937 rng(20261205);
+  const std::vector<std::string> messages = {"",
+                                             "a",
+                                             "Traceback",
+                                             "x\ry",
+                                             "\x1b[31mred\x1b[0m",
+                                             "long long long long",
+                                             "\"q\\\"",
+                                             "\xc3\xa9\t\x01"};
+  constexpr size_t kMaxLine = 12;
+  const auto feed_in_pieces = [&rng](LineFramer& framer, std::string_view bytes, LineBatch& batch) {
+    while (!bytes.empty()) {
+      const size_t n = std::uniform_int_distribution<size_t>(0, 40)(rng);
+      framer.Feed(bytes.substr(0, n), batch);
+      bytes.remove_prefix(std::min(n, bytes.size()));
+    }
+  };
+  for (const LineFormat format : {LineFormat::kDocker, LineFormat::kAuto}) {
+    for (int round = 0; round < 2000; ++round) {
+      std::string stream;
+      std::vector<uint64_t> record_starts;
+      const int n = std::uniform_int_distribution<int>(1, 12)(rng);
+      for (int i = 0; i < n; ++i) {
+        record_starts.push_back(stream.size());
+        const bool partial = i + 1 < n && std::uniform_int_distribution<int>(0, 2)(rng) == 0;
+        std::string log =
+            messages[std::uniform_int_distribution<size_t>(0, messages.size() - 1)(rng)];
+        if (!partial) log += '\n';
+        stream += DockerRecord(log);
+      }
+      LineFramer whole(kMaxLine, format);
+      LineBatch expected;
+      whole.Feed(stream, expected);
+      whole.Finish(expected);
+      for (size_t i = 0; i < expected.size(); ++i) {
+        ASSERT_THAT(record_starts, ::testing::Contains(expected.stream_begin(i)));
+      }
+
+      const size_t stop = std::uniform_int_distribution<size_t>(0, stream.size())(rng);
+      LineFramer first(kMaxLine, format);
+      LineBatch got;
+      feed_in_pieces(first, std::string_view(stream).substr(0, stop), got);
+      const FramerPosition at = first.resume_point();
+      ASSERT_LE(at.offset, stop);
+      LineFramer second(kMaxLine, format);
+      second.Resume(at);
+      feed_in_pieces(second, std::string_view(stream).substr(at.offset), got);
+      second.Finish(got);
+      ASSERT_EQ(DockerLines(expected), DockerLines(got))
+          << "format " << LineFormatName(format) << " round " << round << " stop " << stop;
+      ASSERT_EQ(whole.truncated_lines(), first.truncated_lines() + second.truncated_lines());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace faultline
