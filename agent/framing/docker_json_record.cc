@@ -83,7 +83,17 @@ void DockerJsonRecord::Feed(std::string_view bytes, std::string& out) {
         out.append(bytes.substr(i));
         return;
       case State::kString:
-        if (c == '"') {
+        if (c != '"' && c != '\\' && c != '\n' && c != '\r' && !cr_pending_ && !newline_pending_ &&
+            high_surrogate_ == 0) {
+          // Most of a message is plain bytes: take the run up to the next byte that needs care.
+          size_t run = i + 1;
+          while (run < bytes.size() && bytes[run] != '"' && bytes[run] != '\\' &&
+                 bytes[run] != '\n' && bytes[run] != '\r') {
+            ++run;
+          }
+          out.append(bytes.substr(i, run - i));
+          i = run - 1;
+        } else if (c == '"') {
           if (high_surrogate_ != 0) {
             high_surrogate_ = 0;
             PutCodePoint(kReplacementCodePoint, out);
