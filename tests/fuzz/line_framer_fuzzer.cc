@@ -27,19 +27,22 @@ struct Framed {
   uint64_t truncated = 0;
 };
 
+// A line ends: it is cut at max_line_bytes, and escape sequences are removed from what is kept.
+void EndReferenceLine(std::string& raw, size_t max_line_bytes, Framed& out) {
+  if (raw.size() > max_line_bytes) {
+    raw.resize(max_line_bytes);
+    ++out.truncated;
+  }
+  out.lines.push_back(StripAnsi(raw));
+  raw.clear();
+}
+
 // The framing contract of line_framer.h written the obvious way: "\n", "\r\n" and "\r" end a
-// line, a line is cut at max_line_bytes, escape sequences are removed from what is kept.
+// line.
 Framed ReferenceFraming(std::string_view stream, size_t max_line_bytes) {
   Framed out;
   std::string raw;
-  auto emit = [&] {
-    if (raw.size() > max_line_bytes) {
-      raw.resize(max_line_bytes);
-      ++out.truncated;
-    }
-    out.lines.push_back(StripAnsi(raw));
-    raw.clear();
-  };
+  auto emit = [&] { EndReferenceLine(raw, max_line_bytes, out); };
   for (size_t i = 0; i < stream.size(); ++i) {
     const char c = stream[i];
     if (c == '\n' || c == '\r') {
@@ -53,33 +56,33 @@ Framed ReferenceFraming(std::string_view stream, size_t max_line_bytes) {
   return out;
 }
 
-// The CRI contract: "\n" ends a record; a record with the prefix adds its message to the line
-// being joined and ends it unless tagged P; a record without it is a whole line; a stream that
-// ends inside a message ends that line.
-Framed ReferenceCriFraming(std::string_view stream, size_t max_line_bytes) {
+// The container record contract: "\n" ends a record; `decode(record, message)` appends the
+// record's message bytes to the line being joined and says whether the line ends with the record;
+// a stream that ends inside a line ends it.
+template <typename Decode>
+Framed ReferenceRecordFraming(std::string_view stream, size_t max_line_bytes, Decode decode) {
   Framed out;
   std::string message;
   bool open = false;
-  auto emit = [&] {
-    if (message.size() > max_line_bytes) {
-      message.resize(max_line_bytes);
-      ++out.truncated;
-    }
-    out.lines.push_back(StripAnsi(message));
-    message.clear();
-    open = false;
-  };
   for (size_t at = 0; at < stream.size();) {
     const size_t end = std::min(stream.find('\n', at), stream.size());
-    const std::string_view record = stream.substr(at, end - at);
-    const CriPrefix prefix = ParseCriPrefix(record);
-    message.append(record.substr(prefix.content_offset));
     open = true;
-    if (!prefix.valid || !prefix.partial) emit();
+    if (decode(stream.substr(at, end - at), message)) {
+      EndReferenceLine(message, max_line_bytes, out);
+      open = false;
+    }
     at = end + 1;
   }
-  if (open) emit();
+  if (open) EndReferenceLine(message, max_line_bytes, out);
   return out;
+}
+
+// CRI: a record with the prefix adds its message and ends the line unless tagged P; a record
+// without it is a whole line.
+bool DecodeCriRecord(std::string_view record, std::string& message) {
+  const CriPrefix prefix = ParseCriPrefix(record);
+  message.append(record.substr(prefix.content_offset));
+  return !prefix.valid || !prefix.partial;
 }
 
 // What a Docker record's message is, from an independent JSON parser: the "log" string, its final
@@ -111,42 +114,22 @@ std::optional<std::string> DockerMessageByJson(std::string_view record, bool& en
   return out;
 }
 
-// The Docker contract: "\n" ends a record; its decoded message is added to the line being joined,
-// which it ends unless its "log" string had no final "\n"; the decoder, given each record whole,
-// must agree with a JSON parser wherever that parser reads the record.
-Framed ReferenceDockerFraming(std::string_view stream, size_t max_line_bytes) {
-  Framed out;
-  std::string message;
-  bool open = false;
-  auto emit = [&] {
-    if (message.size() > max_line_bytes) {
-      message.resize(max_line_bytes);
-      ++out.truncated;
-    }
-    out.lines.push_back(StripAnsi(message));
-    message.clear();
-    open = false;
-  };
-  for (size_t at = 0; at < stream.size();) {
-    const size_t end = std::min(stream.find('\n', at), stream.size());
-    const std::string_view record = stream.substr(at, end - at);
-    DockerJsonRecord decoder;
-    decoder.Begin();
-    std::string decoded;
-    decoder.Feed(record, decoded);
-    const bool ended = decoder.End(decoded);
-    bool json_ended = false;
-    if (const auto by_json = DockerMessageByJson(record, json_ended);
-        by_json && (*by_json != decoded || json_ended != ended)) {
-      std::abort();
-    }
-    message += decoded;
-    open = true;
-    if (ended) emit();
-    at = end + 1;
+// Docker: a record's decoded message is added to the line, which it ends unless its "log" string
+// had no final "\n"; the decoder, given the record whole, must agree with a JSON parser wherever
+// that parser reads the record.
+bool DecodeDockerRecord(std::string_view record, std::string& message) {
+  DockerJsonRecord decoder;
+  decoder.Begin();
+  std::string decoded;
+  decoder.Feed(record, decoded);
+  const bool ended = decoder.End(decoded);
+  bool json_ended = false;
+  if (const auto by_json = DockerMessageByJson(record, json_ended);
+      by_json && (*by_json != decoded || json_ended != ended)) {
+    std::abort();
   }
-  if (open) emit();
-  return out;
+  message += decoded;
+  return ended;
 }
 
 // Auto: the stream's first line (up to its first "\n" or "\r") decides.
@@ -157,8 +140,12 @@ Framed ReferenceFraming(std::string_view stream, size_t max_line_bytes, LineForm
              : first.starts_with(kDockerJsonPrefix) ? LineFormat::kDocker
                                                     : LineFormat::kPlain;
   }
-  if (format == LineFormat::kCri) return ReferenceCriFraming(stream, max_line_bytes);
-  if (format == LineFormat::kDocker) return ReferenceDockerFraming(stream, max_line_bytes);
+  if (format == LineFormat::kCri) {
+    return ReferenceRecordFraming(stream, max_line_bytes, DecodeCriRecord);
+  }
+  if (format == LineFormat::kDocker) {
+    return ReferenceRecordFraming(stream, max_line_bytes, DecodeDockerRecord);
+  }
   return ReferenceFraming(stream, max_line_bytes);
 }
 

@@ -3,13 +3,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <random>
 #include <string>
 #include <vector>
 
 #include "agent/framing/cri_record.h"
 #include "agent/framing/framing_options.h"
 #include "agent/framing/line_framer.h"
+#include "tests/unit/framing/record_stream_check.h"
 
 namespace faultline {
 namespace {
@@ -205,52 +205,14 @@ TEST(CriFraming, AutoDecidesOnWhatItHoldsWhenTheStreamEndsOrGoesQuiet) {
 }
 
 // Random records fed in random pieces, stopped anywhere and resumed at resume_point(), give the
-// lines of one framer over the whole stream, each beginning at a record's start.
+// lines of one framer over the whole stream (record_stream_check.h).
 TEST(CriFraming, PiecesAndResumesAnywhereFrameEveryMessageOnce) {
-  std::mt19937 rng(20261204);
   const std::vector<std::string> messages = {
       "", "a", "Traceback", "x\ry", "\x1b[31mred\x1b[0m", "longlonglonglonglong", "\xff"};
-  constexpr size_t kMaxLine = 12;
-  const auto feed_in_pieces = [&rng](LineFramer& framer, std::string_view bytes, LineBatch& batch) {
-    while (!bytes.empty()) {
-      const size_t n = std::uniform_int_distribution<size_t>(0, 40)(rng);
-      framer.Feed(bytes.substr(0, n), batch);
-      bytes.remove_prefix(std::min(n, bytes.size()));
-    }
-  };
   for (const LineFormat format : {LineFormat::kCri, LineFormat::kAuto}) {
-    for (int round = 0; round < 2000; ++round) {
-      std::string stream;
-      std::vector<uint64_t> record_starts;
-      const int n = std::uniform_int_distribution<int>(1, 12)(rng);
-      for (int i = 0; i < n; ++i) {
-        record_starts.push_back(stream.size());
-        const bool partial = i + 1 < n && std::uniform_int_distribution<int>(0, 2)(rng) == 0;
-        stream += CriRecord(
-            messages[std::uniform_int_distribution<size_t>(0, messages.size() - 1)(rng)], partial);
-      }
-      LineFramer whole(kMaxLine, format);
-      LineBatch expected;
-      whole.Feed(stream, expected);
-      whole.Finish(expected);
-      for (size_t i = 0; i < expected.size(); ++i) {
-        ASSERT_THAT(record_starts, ::testing::Contains(expected.stream_begin(i)));
-      }
-
-      const size_t stop = std::uniform_int_distribution<size_t>(0, stream.size())(rng);
-      LineFramer first(kMaxLine, format);
-      LineBatch got;
-      feed_in_pieces(first, std::string_view(stream).substr(0, stop), got);
-      const FramerPosition at = first.resume_point();
-      ASSERT_LE(at.offset, stop);
-      LineFramer second(kMaxLine, format);
-      second.Resume(at);
-      feed_in_pieces(second, std::string_view(stream).substr(at.offset), got);
-      second.Finish(got);
-      ASSERT_EQ(CriLines(expected), CriLines(got))
-          << "format " << LineFormatName(format) << " round " << round << " stop " << stop;
-      ASSERT_EQ(whole.truncated_lines(), first.truncated_lines() + second.truncated_lines());
-    }
+    testing::ExpectEveryMessageFramedOnce(
+        format, [](const std::string& m, bool partial) { return CriRecord(m, partial); }, messages,
+        20261204);
   }
 }
 
