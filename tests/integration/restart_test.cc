@@ -303,6 +303,77 @@ TEST_F(RestartTest, KillNineAtTwentyRandomMomentsUnderLogrotateCountsEveryLineOn
   EXPECT_EQ(0, agent.Stop(SIGTERM));
 }
 
+// The same exactness over a Kubernetes container log (CRI records): the agent is killed at random
+// moments, also between the P and F records of one message, and every message is counted once,
+// its rule's hit too. A resumed stream starts at the first record of a message it had not ended.
+TEST_F(RestartTest, KillNineAtRandomMomentsInAContainerLogCountsEveryMessageOnce) {
+  const std::string config = WriteConfig();
+  Append("");
+  {
+    Daemon first({"run", "-c", config});
+    WaitUntilServing(first);
+    ASSERT_TRUE(Eventually([&] {
+      return Counted(Metrics(), "faultline_checkpoint_duration_seconds_count") >= 1;
+    })) << first.Stderr();
+    first.Stop(SIGKILL);
+  }
+  Truth truth;
+  std::mutex truth_mutex;
+  std::atomic<bool> writing{true};
+  constexpr uint64_t kGroups = 30000;
+  std::thread writer([&] {
+    const auto record = [](std::string_view message, bool partial) {
+      return "2024-05-01T12:00:00.123456789Z stderr " + std::string(partial ? "P " : "F ") +
+             std::string(message) + "\n";
+    };
+    for (uint64_t n = 0; n < kGroups; ++n) {
+      Truth batch;
+      const std::string text = Group(n, batch);
+      // Each line of the group is a record; each group's first line is split by the
+      // runtime into two P records and an F one, written one by one.
+      std::string records;
+      size_t line_start = 0;
+      for (size_t end = text.find('\n'); end != std::string::npos;
+           line_start = end + 1, end = text.find('\n', line_start)) {
+        const std::string_view line(text.data() + line_start, end - line_start);
+        if (line_start == 0 && line.size() > 8) {
+          Append(record(line.substr(0, 4), true));
+          Append(record(line.substr(4, 4), true));
+          records += record(line.substr(8), false);
+        } else {
+          records += record(line, false);
+        }
+      }
+      Append(records);
+      {
+        std::lock_guard<std::mutex> lock(truth_mutex);
+        truth.lines += batch.lines;
+        truth.oom += batch.oom;
+        truth.nccl_error += batch.nccl_error;
+        truth.nccl_warning += batch.nccl_warning;
+        truth.segv += batch.segv;
+        truth.rank += batch.rank;
+      }
+      if (n % 20 == 0) std::this_thread::sleep_for(std::chrono::microseconds(1500));
+    }
+    writing = false;
+  });
+  std::mt19937 random(20261204);
+  std::uniform_int_distribution<int> pause_ms(150, 650);
+  for (int kills = 1; kills < 12; ++kills) {
+    Daemon agent({"run", "-c", config});
+    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms(random)));
+    agent.Stop(SIGKILL);
+  }
+  writer.join();
+  Daemon agent({"run", "-c", config});
+  WaitUntilServing(agent);
+  EXPECT_TRUE(Reaches(truth, std::chrono::seconds(40)))
+      << "expected " << Describe(truth) << "\ngot " << Describe(Read(Metrics())) << "\n"
+      << agent.Stderr().substr(0, 6000);
+  EXPECT_EQ(0, agent.Stop(SIGTERM));
+}
+
 TEST_F(RestartTest, SigtermRestartsContinueEveryCounterAndAPartialLineResumesAtItsStart) {
   const std::string config = WriteConfig("", "beginning");
   Truth truth;
