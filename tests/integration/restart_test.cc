@@ -96,6 +96,15 @@ double Counted(const std::string& metrics, const std::string& series) {
 struct Truth {
   uint64_t lines = 0, oom = 0, nccl_error = 0, nccl_warning = 0, segv = 0, rank = 0;
   bool operator==(const Truth&) const = default;
+  Truth& operator+=(const Truth& o) {
+    lines += o.lines;
+    oom += o.oom;
+    nccl_error += o.nccl_error;
+    nccl_warning += o.nccl_warning;
+    segv += o.segv;
+    rank += o.rank;
+    return *this;
+  }
 };
 
 std::string Describe(const Truth& t) {
@@ -197,6 +206,17 @@ class RestartTest : public testing::AgentFolderTest {
   void WaitUntilServing(Daemon& agent) {
     ASSERT_TRUE(Eventually([&] { return !Metrics().empty(); })) << agent.Stderr();
   }
+  // A first agent follows app.log (from its end: empty) before a line is written, so that every
+  // line written is one to count; its first checkpoint records the source, so the next agent
+  // resumes app.log rather than starting at its end. Then it is killed.
+  void FollowFromTheEndAndCheckpoint(const std::string& config) {
+    Daemon first({"run", "-c", config});
+    WaitUntilServing(first);
+    ASSERT_TRUE(Eventually([&] {
+      return Counted(Metrics(), "faultline_checkpoint_duration_seconds_count") >= 1;
+    })) << first.Stderr();
+    first.Stop(SIGKILL);
+  }
   std::string LogrotateConfig(const std::string& mode) {
     const std::string path = dir_ + "/logrotate-" + mode + ".conf";
     std::ofstream(path) << dir_ << "/logs/app.log {\n  rotate 1000\n  " << mode
@@ -218,17 +238,7 @@ TEST_F(RestartTest, KillNineAtTwentyRandomMomentsUnderLogrotateCountsEveryLineOn
   const std::string create = LogrotateConfig("create");
   Append("");  // present at the first start, read from its end (empty)
 
-  // The first agent follows app.log (from its end: empty) before a line is written, so that
-  // every line written is one to count.
-  {
-    Daemon first({"run", "-c", config});
-    WaitUntilServing(first);
-    // Its first checkpoint records the source: the next agent resumes app.log, not at its end.
-    ASSERT_TRUE(Eventually([&] {
-      return Counted(Metrics(), "faultline_checkpoint_duration_seconds_count") >= 1;
-    })) << first.Stderr();
-    first.Stop(SIGKILL);
-  }
+  ASSERT_NO_FATAL_FAILURE(FollowFromTheEndAndCheckpoint(config));
 
   Truth truth;
   std::mutex truth_mutex;
@@ -252,12 +262,7 @@ TEST_F(RestartTest, KillNineAtTwentyRandomMomentsUnderLogrotateCountsEveryLineOn
       }
       {
         std::lock_guard<std::mutex> lock(truth_mutex);
-        truth.lines += batch.lines;
-        truth.oom += batch.oom;
-        truth.nccl_error += batch.nccl_error;
-        truth.nccl_warning += batch.nccl_warning;
-        truth.segv += batch.segv;
-        truth.rank += batch.rank;
+        truth += batch;
       }
       std::this_thread::sleep_for(std::chrono::microseconds(1500));
     }
@@ -309,14 +314,7 @@ TEST_F(RestartTest, KillNineAtTwentyRandomMomentsUnderLogrotateCountsEveryLineOn
 TEST_F(RestartTest, KillNineAtRandomMomentsInAContainerLogCountsEveryMessageOnce) {
   const std::string config = WriteConfig();
   Append("");
-  {
-    Daemon first({"run", "-c", config});
-    WaitUntilServing(first);
-    ASSERT_TRUE(Eventually([&] {
-      return Counted(Metrics(), "faultline_checkpoint_duration_seconds_count") >= 1;
-    })) << first.Stderr();
-    first.Stop(SIGKILL);
-  }
+  ASSERT_NO_FATAL_FAILURE(FollowFromTheEndAndCheckpoint(config));
   Truth truth;
   std::mutex truth_mutex;
   std::atomic<bool> writing{true};
@@ -347,12 +345,7 @@ TEST_F(RestartTest, KillNineAtRandomMomentsInAContainerLogCountsEveryMessageOnce
       Append(records);
       {
         std::lock_guard<std::mutex> lock(truth_mutex);
-        truth.lines += batch.lines;
-        truth.oom += batch.oom;
-        truth.nccl_error += batch.nccl_error;
-        truth.nccl_warning += batch.nccl_warning;
-        truth.segv += batch.segv;
-        truth.rank += batch.rank;
+        truth += batch;
       }
       if (n % 20 == 0) std::this_thread::sleep_for(std::chrono::microseconds(1500));
     }
